@@ -1,0 +1,13 @@
+# -DAUXSTORE_SANITIZE=address,undefined or =thread instruments everything we build.
+if(AUXSTORE_SANITIZE)
+  if(AUXSTORE_SANITIZE MATCHES "thread" AND AUXSTORE_SANITIZE MATCHES "address")
+    message(FATAL_ERROR "AUXSTORE_SANITIZE: thread cannot be combined with address")
+  endif()
+  set(_san "-fsanitize=${AUXSTORE_SANITIZE}" -fno-omit-frame-pointer)
+  if(AUXSTORE_SANITIZE MATCHES "undefined")
+    list(APPEND _san -fno-sanitize-recover=undefined)
+  endif()
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX,C>:${_san}>)
+  add_link_options(${_san})
+  message(STATUS "auxstore: sanitizers ${AUXSTORE_SANITIZE}")
+endif()

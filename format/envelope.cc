@@ -1,0 +1,140 @@
+#include "format/envelope.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "format/byte_order.h"
+
+namespace auxstore {
+
+using internal::GetLE16;
+using internal::GetLE64;
+using internal::PutLE16;
+using internal::PutLE64;
+
+namespace {
+
+constexpr uint8_t kMagic[4] = {'A', 'U', 'X', 'R'};
+constexpr size_t kChecksumOffset = 16;
+// Hash-while-copying granularity: small enough to stay in L2 between the two passes.
+constexpr size_t kFusedPiece = 256 * 1024;
+
+uint64_t KeySeed(ByteSpan key) { return XXH3_64bits(key.data(), key.size()); }
+
+class Hasher {
+ public:
+  explicit Hasher(ByteSpan key) {
+    state_ = XXH3_createState();
+    XXH3_64bits_reset_withSeed(state_, KeySeed(key));
+  }
+  ~Hasher() { XXH3_freeState(state_); }
+  Hasher(const Hasher&) = delete;
+  Hasher& operator=(const Hasher&) = delete;
+  void Update(const uint8_t* p, size_t n) { XXH3_64bits_update(state_, p, n); }
+  uint64_t Digest() const { return XXH3_64bits_digest(state_); }
+
+ private:
+  XXH3_state_t* state_;
+};
+
+void FillHeaderPrefix(RecordKind kind, uint64_t payload_len, uint8_t* out) {
+  std::memcpy(out, kMagic, 4);
+  out[4] = kEnvelopeVersion;
+  out[5] = static_cast<uint8_t>(kind);
+  PutLE16(out + 6, 0);
+  PutLE64(out + 8, payload_len);
+}
+
+// Checks everything but the checksum; returns the payload span.
+Result<EnvelopeView> ParseHeader(ByteSpan value) {
+  if (value.size() < kEnvelopeHeaderBytes) {
+    return Status::Corruption("record truncated: " + std::to_string(value.size()) +
+                              " bytes, an envelope header needs 24");
+  }
+  const uint8_t* h = value.data();
+  if (std::memcmp(h, kMagic, 4) != 0) return Status::Corruption("record has a bad magic number");
+  if (h[4] != kEnvelopeVersion) {
+    return Status::Corruption("record has unknown envelope version " + std::to_string(h[4]) +
+                              " (this build reads version 1)");
+  }
+  if (!IsKnownRecordKind(h[5])) {
+    return Status::Corruption("record has unknown kind " + std::to_string(h[5]));
+  }
+  EnvelopeView v;
+  v.kind = static_cast<RecordKind>(h[5]);
+  v.flags = GetLE16(h + 6);
+  if (v.flags != 0) {
+    return Status::Corruption("record has unknown flags 0x" + std::to_string(v.flags));
+  }
+  const uint64_t len = GetLE64(h + 8);
+  const uint64_t have = value.size() - kEnvelopeHeaderBytes;
+  if (len != have) {
+    return Status::Corruption("record length mismatch: header says " + std::to_string(len) +
+                              " payload bytes, value holds " + std::to_string(have) +
+                              (have < len ? " (truncated)" : " (trailing bytes)"));
+  }
+  v.payload = value.subspan(kEnvelopeHeaderBytes);
+  return v;
+}
+
+Status ChecksumMismatch(uint64_t stored, uint64_t actual) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "record checksum mismatch: stored %016llx, computed %016llx",
+                static_cast<unsigned long long>(stored), static_cast<unsigned long long>(actual));
+  return Status::Corruption(buf);
+}
+
+}  // namespace
+
+bool IsKnownRecordKind(uint8_t raw) { return (raw >= 1 && raw <= 3) || (raw >= 0x10 && raw <= 0x12); }
+
+RecordKind ChunkRecordKind(Kind kind) { return static_cast<RecordKind>(kind); }
+
+void EncodeEnvelopeHeader(ByteSpan key, RecordKind kind, ByteSpan payload,
+                          uint8_t out[kEnvelopeHeaderBytes]) {
+  FillHeaderPrefix(kind, payload.size(), out);
+  Hasher h(key);
+  h.Update(out, kChecksumOffset);
+  h.Update(payload.data(), payload.size());
+  PutLE64(out + kChecksumOffset, h.Digest());
+}
+
+std::string EncodeEnvelope(ByteSpan key, RecordKind kind, ByteSpan payload) {
+  std::string out(kEnvelopeHeaderBytes + payload.size(), '\0');
+  auto* p = reinterpret_cast<uint8_t*>(out.data());
+  EncodeEnvelopeHeader(key, kind, payload, p);
+  if (!payload.empty()) std::memcpy(p + kEnvelopeHeaderBytes, payload.data(), payload.size());
+  return out;
+}
+
+Result<EnvelopeView> DecodeEnvelope(ByteSpan key, ByteSpan value) {
+  AUXSTORE_ASSIGN_OR_RETURN(EnvelopeView v, ParseHeader(value));
+  Hasher h(key);
+  h.Update(value.data(), kChecksumOffset);
+  h.Update(v.payload.data(), v.payload.size());
+  const uint64_t stored = GetLE64(value.data() + kChecksumOffset);
+  if (h.Digest() != stored) return ChecksumMismatch(stored, h.Digest());
+  return v;
+}
+
+Result<EnvelopeView> DecodeEnvelopeInto(ByteSpan key, ByteSpan value, std::span<uint8_t> dst) {
+  AUXSTORE_ASSIGN_OR_RETURN(EnvelopeView v, ParseHeader(value));
+  if (dst.size() != v.payload.size()) {
+    return Status::Corruption("record payload is " + std::to_string(v.payload.size()) +
+                              " bytes where " + std::to_string(dst.size()) + " were expected");
+  }
+  Hasher h(key);
+  h.Update(value.data(), kChecksumOffset);
+  for (size_t off = 0; off < v.payload.size(); off += kFusedPiece) {
+    const size_t n = std::min(kFusedPiece, v.payload.size() - off);
+    h.Update(v.payload.data() + off, n);
+    std::memcpy(dst.data() + off, v.payload.data() + off, n);
+  }
+  const uint64_t stored = GetLE64(value.data() + kChecksumOffset);
+  if (h.Digest() != stored) return ChecksumMismatch(stored, h.Digest());
+  return v;
+}
+
+}  // namespace auxstore

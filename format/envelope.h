@@ -1,0 +1,66 @@
+// The record envelope: how the store wraps every value it writes.
+//
+//   offset size field
+//   0      4    magic "AUXR" (0x41 0x55 0x58 0x52)
+//   4      1    format version (1)
+//   5      1    record kind (RecordKind)
+//   6      2    flags (LE; none defined, must be 0 in version 1)
+//   8      8    payload length (LE)
+//   16     8    checksum (LE): XXH3-64 over bytes [0,16) ‖ payload,
+//               seeded with XXH3-64(record key) so a value copied under
+//               another key fails verification
+//   24     -    payload
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "auxstore/blob_codecs.h"
+#include "auxstore/status.h"
+
+namespace auxstore {
+
+inline constexpr size_t kEnvelopeHeaderBytes = 24;
+inline constexpr uint8_t kEnvelopeVersion = 1;
+
+// What a record holds. Layer chunks reuse the blob Kind numbers; the store's
+// own records use 0x10 and up. Persisted: never renumber.
+enum class RecordKind : uint8_t {
+  kQsaChunk = 1,
+  kDsaChunk = 2,
+  kOpaqueChunk = 3,
+  kManifest = 0x10,
+  kNamespace = 0x11,
+  kStoreMeta = 0x12,
+};
+bool IsKnownRecordKind(uint8_t raw);
+RecordKind ChunkRecordKind(Kind kind);
+
+struct EnvelopeView {
+  RecordKind kind{};
+  uint16_t flags = 0;
+  ByteSpan payload;  // points into the decoded value
+};
+
+// Writes header + payload for `key` into a fresh string.
+std::string EncodeEnvelope(ByteSpan key, RecordKind kind, ByteSpan payload);
+
+// Writes only the 24-byte header for a payload the caller places right after
+// it (lets the store build a value in one buffer without a second copy).
+void EncodeEnvelopeHeader(ByteSpan key, RecordKind kind, ByteSpan payload,
+                          uint8_t out[kEnvelopeHeaderBytes]);
+
+// Decodes and verifies. Errors (all Corruption, each with its own message):
+// value shorter than a header, bad magic, unknown version, unknown kind,
+// nonzero flags, length mismatch (truncated or trailing bytes), checksum
+// mismatch.
+Result<EnvelopeView> DecodeEnvelope(ByteSpan key, ByteSpan value);
+
+// DecodeEnvelope that also copies the payload into `dst` (exactly its size),
+// hashing and copying in cache-sized pieces so verification rides on the
+// copy. On error `dst` may hold partial bytes and must not be used.
+Result<EnvelopeView> DecodeEnvelopeInto(ByteSpan key, ByteSpan value, std::span<uint8_t> dst);
+
+}  // namespace auxstore

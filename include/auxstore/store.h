@@ -1,0 +1,180 @@
+// Store: the persistent tier. Snapshots of per-layer aux state in RocksDB,
+// keyed by (namespace, prefix, layer, chunk), checksummed end to end.
+//
+// Visibility: a snapshot is visible only once its manifest is committed, and
+// the manifest is committed only after every record it names. A reader never
+// sees part of a snapshot.
+//
+// Durability, when PutSnapshot returns OK:
+//   kSync  — the snapshot survives power loss (records fsynced, manifest
+//            committed through a synced WAL write, durable watermark advanced).
+//   kAsync — the snapshot survives a crash of this process (everything is in
+//            the OS); a power loss may lose it, never tear it. Flush() makes
+//            every earlier async snapshot durable as if it were kSync.
+//
+// Thread safety: every method may be called from any number of threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "auxstore/blob_codecs.h"
+#include "auxstore/geometry.h"
+#include "auxstore/manifest_types.h"
+#include "auxstore/prefix.h"
+#include "auxstore/status.h"
+
+namespace auxstore {
+
+enum class Durability : uint8_t { kSync = 0, kAsync = 1 };
+
+struct Options {
+  Durability durability = Durability::kSync;
+  // Layer blobs are cut into records of this many payload bytes.
+  uint32_t chunk_bytes = 4u << 20;
+  // Byte budget for snapshot payloads; least-recently-used snapshots are
+  // evicted in the background when it is exceeded. 0 = unlimited.
+  uint64_t capacity_bytes = 0;
+  // Snapshots older than this (since creation) are expired. 0 = never.
+  uint64_t ttl_seconds = 0;
+  // Open without taking the writer's lock; every mutating call returns
+  // Unavailable. Works while another process has the store open for writing.
+  bool read_only = false;
+  bool create_if_missing = true;
+  // Snapshots with at least this many payload bytes are written as one SST
+  // file and ingested; smaller ones go through the WAL in one batch.
+  uint64_t ingest_threshold_bytes = 1u << 20;
+  // Open even when the durable watermark shows committed snapshots were lost
+  // (the loss is still reported in Stats::lost_commits_at_open).
+  bool accept_data_loss = false;
+  // Background work (eviction, TTL, orphan sweep, recency persistence).
+  bool background_maintenance = true;
+};
+
+// One layer of a snapshot to write.
+struct LayerBlob {
+  uint32_t layer = 0;
+  Kind kind = Kind::kOpaque;
+  ByteSpan bytes;
+};
+
+struct PutOptions {
+  // When set, stored in the manifest and checked by lookups that pass tokens.
+  std::optional<TokenDigest> token_digest;
+};
+
+struct StoreStats {
+  uint64_t snapshots = 0;        // visible snapshots
+  uint64_t payload_bytes = 0;    // their layer bytes
+  uint64_t hits = 0;             // LongestPrefix/GetManifest that found a snapshot
+  uint64_t misses = 0;
+  uint64_t puts = 0;             // snapshots written by this handle
+  uint64_t duplicate_puts = 0;   // puts of a prefix already present (no-ops)
+  uint64_t evictions = 0;        // LRU evictions by this handle
+  uint64_t expirations = 0;      // TTL expirations by this handle
+  uint64_t quarantines = 0;      // snapshots quarantined for corruption (persisted)
+  uint64_t orphans_seen = 0;     // record groups without a manifest found by sweeps
+  uint64_t orphans_removed = 0;
+  uint64_t commit_seq = 0;       // commits recovered + made since creation
+  uint64_t durable_watermark = 0;
+  uint64_t lost_commits_at_open = 0;  // watermark - recovered, when accept_data_loss
+  bool index_ready = false;      // the background LRU index has loaded
+  bool fenced = false;           // a write failed; reopen to write again
+};
+
+// A snapshot as listed: its key and manifest.
+struct SnapshotInfo {
+  NamespaceId ns = 0;
+  Prefix prefix;
+  Manifest manifest;
+};
+
+// Receives a layer chunk by chunk, in order. `offset` is the chunk's byte
+// offset in the blob. The bytes are valid only during the call. Returning a
+// non-OK Status stops the read and is returned by ReadLayer.
+using ChunkSink = std::function<Status(uint64_t offset, ByteSpan chunk)>;
+
+class Store {
+ public:
+  // Creates (0700, files 0600) or opens the store at `path`.
+  static Result<std::unique_ptr<Store>> Open(const Options& options, const std::string& path);
+
+  virtual ~Store() = default;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Registers a namespace (idempotent) and returns its id, the fingerprint of
+  // `spec`. Durable when it returns.
+  virtual Result<NamespaceId> RegisterNamespace(const NamespaceSpec& spec) = 0;
+  virtual Result<NamespaceSpec> GetNamespace(NamespaceId ns) = 0;
+  virtual Result<std::vector<std::pair<NamespaceId, NamespaceSpec>>> ListNamespaces() = 0;
+
+  // Writes a snapshot. Every layer is validated against the namespace's
+  // geometry first; any invalid layer fails the call and nothing is written.
+  // Layer indices must be unique. A prefix already present: OK, no write.
+  virtual Status PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t token_count,
+                             std::span<const LayerBlob> layers, const PutOptions& put = {}) = 0;
+
+  virtual Result<Manifest> GetManifest(NamespaceId ns, const Prefix& prefix) = 0;
+
+  // Streams one layer. Every chunk's envelope checksum and the whole-blob
+  // hash are verified; on a mismatch the call returns Corruption, the
+  // snapshot is quarantined and the sink is never given unverified bytes.
+  // (The final chunk is delivered only after the whole-blob hash checks.)
+  virtual Status ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
+                           const ChunkSink& sink) = 0;
+
+  // The whole layer in memory (ReadLayer into a vector).
+  virtual Result<std::vector<uint8_t>> GetLayer(NamespaceId ns, const Prefix& prefix,
+                                                uint32_t layer) = 0;
+
+  // Reads chunk `chunk` of a layer straight into `dst` (exactly that chunk's
+  // size, ChunkSize()), verifying its envelope while copying. For pipelines
+  // that stage chunks themselves (gpu/): they must hash the whole blob with
+  // BlobHasher and compare it with the manifest before committing anything,
+  // and call Quarantine on any Corruption.
+  virtual Status ReadChunkInto(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
+                               uint32_t layer, uint32_t chunk, std::span<uint8_t> dst) = 0;
+
+  // Removes the snapshot's manifest (so lookups miss) and counts a quarantine.
+  virtual Status Quarantine(NamespaceId ns, const Prefix& prefix, const Status& why) = 0;
+
+  // Index of the longest candidate present (candidates ordered shortest to
+  // longest), or nullopt. One MultiGet.
+  virtual Result<std::optional<size_t>> LongestPrefix(NamespaceId ns,
+                                                      std::span<const Prefix> candidates) = 0;
+
+  struct TokenMatch {
+    Prefix prefix;
+    uint64_t tokens = 0;  // tokens covered by the matched prefix
+  };
+  // LongestPrefix over every block boundary of `tokens` (PrefixHashes), with
+  // the manifest's token digest checked when it has one.
+  virtual Result<std::optional<TokenMatch>> LongestPrefixForTokens(
+      NamespaceId ns, std::span<const uint32_t> tokens, uint32_t block_size, uint64_t salt) = 0;
+
+  // Removes a snapshot: manifest first (durably), then its records.
+  virtual Status Erase(NamespaceId ns, const Prefix& prefix) = 0;
+
+  // Visits every visible snapshot (optionally one namespace) in key order.
+  virtual Status List(std::optional<NamespaceId> ns,
+                      const std::function<bool(const SnapshotInfo&)>& visit) = 0;
+
+  virtual StoreStats Stats() = 0;
+
+  // Makes every snapshot accepted so far durable (as kSync) and persists recency.
+  virtual Status Flush() = 0;
+
+  // Runs one maintenance pass now (TTL, LRU down to budget, orphan sweep).
+  virtual Status RunMaintenance() = 0;
+
+ protected:
+  Store() = default;
+};
+
+}  // namespace auxstore
