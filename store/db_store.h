@@ -1,0 +1,165 @@
+// DbStore: the Store on RocksDB. Split by concern across db_store_open.cc
+// (open/close, version and watermark checks), db_store_write.cc (namespaces,
+// snapshots, erase), db_store_read.cc (manifests, layers, lookups, listing)
+// and db_store_maintenance.cc (index load, TTL, LRU, orphans, recency).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <rocksdb/db.h>
+
+#include "auxstore/store.h"
+#include "store/rocks_options.h"
+#include "store/snapshot_index.h"
+
+namespace auxstore::store_internal {
+
+inline constexpr uint32_t kStoreFormatVersion = 1;
+
+// rocksdb::Status -> Status, with `what` naming the operation.
+Status FromRocks(const rocksdb::Status& s, const std::string& what);
+int64_t NowUnixMs();
+
+class DbStore final : public Store {
+ public:
+  static Result<std::unique_ptr<Store>> Open(const Options& options, const std::string& path);
+  ~DbStore() override;
+
+  Result<NamespaceId> RegisterNamespace(const NamespaceSpec& spec) override;
+  Result<NamespaceSpec> GetNamespace(NamespaceId ns) override;
+  Result<std::vector<std::pair<NamespaceId, NamespaceSpec>>> ListNamespaces() override;
+  Status PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t token_count,
+                     std::span<const LayerBlob> layers, const PutOptions& put) override;
+  Result<Manifest> GetManifest(NamespaceId ns, const Prefix& prefix) override;
+  Status ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
+                   const ChunkSink& sink) override;
+  Result<std::vector<uint8_t>> GetLayer(NamespaceId ns, const Prefix& prefix,
+                                        uint32_t layer) override;
+  Status ReadChunkInto(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
+                       uint32_t layer, uint32_t chunk, std::span<uint8_t> dst) override;
+  Status Quarantine(NamespaceId ns, const Prefix& prefix, const Status& why) override;
+  Result<std::optional<size_t>> LongestPrefix(NamespaceId ns,
+                                              std::span<const Prefix> candidates) override;
+  Result<std::optional<TokenMatch>> LongestPrefixForTokens(NamespaceId ns,
+                                                           std::span<const uint32_t> tokens,
+                                                           uint32_t block_size,
+                                                           uint64_t salt) override;
+  Status Erase(NamespaceId ns, const Prefix& prefix) override;
+  Status List(std::optional<NamespaceId> ns,
+              const std::function<bool(const SnapshotInfo&)>& visit) override;
+  StoreStats Stats() override;
+  Status Flush() override;
+  Status RunMaintenance() override;
+
+ private:
+  DbStore(const Options& options, std::string path);
+
+  // ---- open (db_store_open.cc)
+  Status OpenDb();
+  Status CheckFormatVersion(bool fresh);
+  Status CheckWatermark(bool fresh);
+  Status LoadMetaCounters();
+  void CloseDb();
+
+  // ---- writes (db_store_write.cc)
+  Status CheckWritable() const;
+  // Runs a write; on failure fences the handle (reliability-notes #2).
+  Status Guard(const rocksdb::Status& s, const std::string& what);
+  Status WriteIngested(NamespaceId ns, const Prefix& prefix, std::span<const LayerBlob> layers,
+                       const Manifest& manifest);
+  Status WriteBatched(NamespaceId ns, const Prefix& prefix, std::span<const LayerBlob> layers,
+                      const Manifest& manifest);
+  // Adds the manifest and the next commit sequence to `batch` and writes it.
+  Status CommitManifest(rocksdb::WriteBatch* batch, NamespaceId ns, const Prefix& prefix,
+                        const Manifest& manifest);
+  Status AdvanceWatermark(uint64_t seq);
+  // Removes a snapshot (manifest durably first, then records). `kind` counts it.
+  enum class EraseReason { kUser, kEviction, kExpiry };
+  Status EraseSnapshot(const std::string& snapshot_key, EraseReason reason);
+  Status DeleteRecords(NamespaceId ns, const Prefix& prefix);
+
+  // ---- reads (db_store_read.cc)
+  Result<Manifest> LoadManifest(NamespaceId ns, const Prefix& prefix);
+  Result<NamespaceSpec> NamespaceSpecFor(NamespaceId ns);
+  Status ReadVerifiedChunk(NamespaceId ns, const Prefix& prefix, const LayerEntry& entry,
+                           uint32_t chunk_bytes, uint32_t chunk, rocksdb::PinnableSlice* value,
+                           ByteSpan* payload);
+  void Touch(NamespaceId ns, const Prefix& prefix);
+
+  // ---- maintenance (db_store_maintenance.cc)
+  void MaintenanceLoop();
+  void LoadIndex();
+  Status MaintenancePass();
+  Status PersistRecency();
+  Status SweepIntents();
+
+  // Serializes writers of the same snapshot key (puts, erases, sweeps).
+  class KeyLock;
+  std::mutex inflight_mu_;
+  std::condition_variable inflight_cv_;
+  std::set<std::string> inflight_;
+
+  const Options options_;
+  const std::string path_;
+  RocksSetup setup_;
+  std::unique_ptr<rocksdb::DB> db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> cf_;
+
+  std::mutex commit_mu_;  // commit sequence, watermark, meta counters
+  uint64_t commit_seq_ = 0;
+  uint64_t watermark_ = 0;
+  uint64_t quarantines_ = 0;
+  uint64_t lost_commits_at_open_ = 0;
+  std::atomic<uint64_t> ingest_counter_{0};
+
+  std::atomic<bool> fenced_{false};
+  std::string fence_reason_;  // set once, under commit_mu_
+
+  std::shared_mutex ns_mu_;
+  std::map<NamespaceId, NamespaceSpec> namespaces_;
+
+  SnapshotIndex index_;
+  std::atomic<uint64_t> hits_{0}, misses_{0}, puts_{0}, duplicate_puts_{0}, evictions_{0},
+      expirations_{0}, orphans_seen_{0}, orphans_removed_{0};
+
+  std::mutex maint_mu_;
+  std::condition_variable maint_cv_;
+  bool stop_ = false;
+  bool poke_ = false;
+  std::thread maint_thread_;
+};
+
+// Holds one snapshot key exclusively: concurrent puts of the same prefix
+// wait, then see the first one's manifest and become no-ops.
+class DbStore::KeyLock {
+ public:
+  KeyLock(DbStore* s, std::string key) : s_(s), key_(std::move(key)) {
+    std::unique_lock lock(s_->inflight_mu_);
+    s_->inflight_cv_.wait(lock, [&] { return !s_->inflight_.count(key_); });
+    s_->inflight_.insert(key_);
+  }
+  ~KeyLock() {
+    {
+      std::lock_guard lock(s_->inflight_mu_);
+      s_->inflight_.erase(key_);
+    }
+    s_->inflight_cv_.notify_all();
+  }
+  KeyLock(const KeyLock&) = delete;
+  KeyLock& operator=(const KeyLock&) = delete;
+
+ private:
+  DbStore* s_;
+  std::string key_;
+};
+
+}  // namespace auxstore::store_internal

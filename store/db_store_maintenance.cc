@@ -1,0 +1,139 @@
+#include <rocksdb/write_batch.h>
+
+#include <chrono>
+
+#include "format/byte_order.h"
+#include "format/envelope.h"
+#include "format/manifest.h"
+#include "store/db_store.h"
+#include "store/keys.h"
+#include "store/meta_keys.h"
+
+namespace auxstore::store_internal {
+namespace {
+
+constexpr auto kTick = std::chrono::milliseconds(500);
+constexpr int kRecencyEveryTicks = 10;  // persist recency every ~5 s
+constexpr int kSweepEveryTicks = 120;   // sweep intents every ~60 s
+
+ByteSpan Bytes(const rocksdb::Slice& s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+
+}  // namespace
+
+void DbStore::MaintenanceLoop() {
+  LoadIndex();
+  if (options_.read_only) return;
+  (void)SweepIntents();  // orphans left by a crash before the last close
+  for (int tick = 1;; ++tick) {
+    {
+      std::unique_lock lock(maint_mu_);
+      maint_cv_.wait_for(lock, kTick, [&] { return stop_ || poke_; });
+      if (stop_) return;
+      poke_ = false;
+    }
+    if (fenced_) continue;
+    (void)MaintenancePass();
+    if (tick % kRecencyEveryTicks == 0) (void)PersistRecency();
+    if (tick % kSweepEveryTicks == 0) (void)SweepIntents();
+  }
+}
+
+// Builds the snapshot index from the manifests (sizes, creation) and the
+// persisted recency. Runs off the opening thread.
+void DbStore::LoadIndex() {
+  std::unordered_map<std::string, IndexEntry> loaded;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(rocksdb::ReadOptions(), cf_[kManifests]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      const std::string key = it->key().ToString();
+      auto env = DecodeEnvelope(Bytes(key), Bytes(it->value()));
+      if (!env.ok()) continue;  // found and quarantined by the first read of it
+      auto m = DecodeManifest(env->payload);
+      if (!m.ok()) continue;
+      loaded[key] = {m->payload_bytes(), m->created_unix_ms, m->created_unix_ms};
+    }
+  }
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf_[kRecency]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      auto e = loaded.find(it->key().ToString());
+      if (e == loaded.end() || it->value().size() != 8) continue;
+      e->second.last_access_ms =
+          static_cast<int64_t>(internal::GetLE64(reinterpret_cast<const uint8_t*>(it->value().data())));
+    }
+  }
+  index_.FinishLoad(std::move(loaded));
+}
+
+Status DbStore::RunMaintenance() {
+  AUXSTORE_RETURN_IF_ERROR(CheckWritable());
+  AUXSTORE_RETURN_IF_ERROR(MaintenancePass());
+  AUXSTORE_RETURN_IF_ERROR(PersistRecency());
+  return SweepIntents();
+}
+
+Status DbStore::MaintenancePass() {
+  if (!index_.ready()) return Status::Ok();  // budgets apply once sizes are known
+  if (options_.ttl_seconds) {
+    const int64_t cutoff = NowUnixMs() - static_cast<int64_t>(options_.ttl_seconds) * 1000;
+    for (const std::string& key : index_.ExpiredBefore(cutoff)) {
+      Status s = EraseSnapshot(key, EraseReason::kExpiry);
+      if (!s.ok() && !s.IsNotFound()) return s;
+    }
+  }
+  if (options_.capacity_bytes) {
+    for (const std::string& key : index_.EvictionVictims(options_.capacity_bytes)) {
+      Status s = EraseSnapshot(key, EraseReason::kEviction);
+      if (!s.ok() && !s.IsNotFound()) return s;
+    }
+  }
+  return Status::Ok();
+}
+
+// Recency is a hint for eviction order: written in batches without sync.
+Status DbStore::PersistRecency() {
+  auto dirty = index_.TakeDirtyRecency();
+  if (dirty.empty()) return Status::Ok();
+  rocksdb::WriteBatch batch;
+  for (const auto& [key, ms] : dirty) {
+    std::string v;
+    internal::AppendLE64(&v, static_cast<uint64_t>(ms));
+    (void)batch.Put(cf_[kRecency], key, v);
+  }
+  return Guard(db_->Write(rocksdb::WriteOptions(), &batch), "persist recency");
+}
+
+// Removes the records of ingested snapshots whose manifest never committed.
+Status DbStore::SweepIntents() {
+  std::vector<std::string> intents;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf_[kMeta]));
+    for (it->Seek(kIntentPrefix); it->Valid() && it->key().starts_with(kIntentPrefix);
+         it->Next()) {
+      intents.push_back(it->key().ToString().substr(std::string(kIntentPrefix).size()));
+    }
+    AUXSTORE_RETURN_IF_ERROR(FromRocks(it->status(), "scan write intents"));
+  }
+  for (const std::string& skey : intents) {
+    NamespaceId ns = 0;
+    Prefix prefix;
+    if (!ParseSnapshotKey(skey, &ns, &prefix)) continue;
+    KeyLock key_lock(this, skey);  // a put of this prefix in flight owns its intent
+    std::string manifest;
+    rocksdb::Status g = db_->Get(rocksdb::ReadOptions(), cf_[kManifests], skey, &manifest);
+    if (!g.ok() && !g.IsNotFound()) return FromRocks(g, "sweep orphans");
+    if (g.IsNotFound()) {
+      ++orphans_seen_;
+      AUXSTORE_RETURN_IF_ERROR(DeleteRecords(ns, prefix));
+      ++orphans_removed_;
+    }
+    AUXSTORE_RETURN_IF_ERROR(Guard(
+        db_->Delete(rocksdb::WriteOptions(), cf_[kMeta], kIntentPrefix + skey), "clear intent"));
+  }
+  return Status::Ok();
+}
+
+}  // namespace auxstore::store_internal

@@ -1,0 +1,214 @@
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+
+#include "format/byte_order.h"
+#include "format/envelope.h"
+#include "store/db_store.h"
+#include "store/meta_keys.h"
+#include "store/watermark.h"
+
+namespace auxstore {
+
+Result<std::unique_ptr<Store>> Store::Open(const Options& options, const std::string& path) {
+  return store_internal::DbStore::Open(options, path);
+}
+
+namespace store_internal {
+
+Status FromRocks(const rocksdb::Status& s, const std::string& what) {
+  if (s.ok()) return Status::Ok();
+  std::string msg = what + ": " + s.ToString();
+  if (s.IsNotFound()) return Status::NotFound(msg);
+  if (s.IsCorruption()) return Status::Corruption(msg);
+  if (s.IsInvalidArgument()) return Status::InvalidArgument(msg);
+  if (s.IsIOError() || s.IsNoSpace()) return Status::IOError(msg);
+  if (s.IsBusy() || s.IsTryAgain() || s.IsTimedOut()) return Status::Busy(msg);
+  if (s.IsNotSupported()) return Status::NotSupported(msg);
+  return Status::Internal(msg);
+}
+
+int64_t NowUnixMs() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+DbStore::DbStore(const Options& options, std::string path)
+    : options_(options), path_(std::move(path)), setup_(MakeRocksSetup()) {}
+
+Result<std::unique_ptr<Store>> DbStore::Open(const Options& options, const std::string& path) {
+  if (path.empty()) return Status::InvalidArgument("store path is empty");
+  if (options.chunk_bytes == 0) return Status::InvalidArgument("Options.chunk_bytes is 0");
+  if (options.chunk_bytes > (1u << 30)) {
+    return Status::InvalidArgument("Options.chunk_bytes is over 1 GiB");
+  }
+  std::unique_ptr<DbStore> store(new DbStore(options, path));
+  Status s = store->OpenDb();
+  if (!s.ok()) {
+    store->CloseDb();
+    return s;
+  }
+  if (options.background_maintenance) {
+    store->maint_thread_ = std::thread([raw = store.get()] { raw->MaintenanceLoop(); });
+  }
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+DbStore::~DbStore() {
+  {
+    std::lock_guard lock(maint_mu_);
+    stop_ = true;
+  }
+  maint_cv_.notify_all();
+  if (maint_thread_.joinable()) maint_thread_.join();
+  if (db_ && !options_.read_only && !fenced_) {
+    // A clean close makes async snapshots durable and keeps recency; errors
+    // here have no caller to go to and change nothing already committed.
+    (void)PersistRecency();
+    (void)Flush();
+  }
+  CloseDb();
+}
+
+void DbStore::CloseDb() {
+  if (!db_) return;
+  for (auto* h : cf_) {
+    if (h) (void)db_->DestroyColumnFamilyHandle(h);
+  }
+  cf_.clear();
+  (void)db_->Close();
+  db_.reset();
+}
+
+Status DbStore::OpenDb() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool fresh = !fs::exists(path_ + "/CURRENT", ec);
+  if (fresh) {
+    if (options_.read_only || !options_.create_if_missing) {
+      return Status::NotFound("no auxstore store at " + path_);
+    }
+    if (::mkdir(path_.c_str(), 0700) != 0 && errno != EEXIST) {
+      return Status::IOError("create store directory " + path_ + ": " + std::strerror(errno));
+    }
+  }
+  // Owner-only whatever the umask: aux state can leak users' prompts.
+  if (!options_.read_only && ::chmod(path_.c_str(), 0700) != 0) {
+    return Status::IOError("chmod 0700 " + path_ + ": " + std::strerror(errno));
+  }
+
+  if (!fresh) {
+    std::vector<std::string> families;
+    rocksdb::Status ls = rocksdb::DB::ListColumnFamilies(setup_.db, path_, &families);
+    if (!ls.ok()) return FromRocks(ls, "open store " + path_);
+    if (std::find(families.begin(), families.end(), kMetaCf) == families.end()) {
+      return Status::InvalidArgument(path_ + " is a RocksDB database but not an auxstore store");
+    }
+  }
+
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status rs;
+  if (options_.read_only) {
+    rs = rocksdb::DB::OpenForReadOnly(setup_.db, path_, setup_.cfs, &cf_, &raw);
+  } else {
+    rs = rocksdb::DB::Open(setup_.db, path_, setup_.cfs, &cf_, &raw);
+  }
+  if (!rs.ok()) {
+    if (rs.IsIOError() && rs.ToString().find("lock") != std::string::npos) {
+      return Status::Busy("store " + path_ + " is open for writing by another process (" +
+                          rs.ToString() + ")");
+    }
+    return FromRocks(rs, "open store " + path_);
+  }
+  db_.reset(raw);
+
+  AUXSTORE_RETURN_IF_ERROR(CheckFormatVersion(fresh));
+  AUXSTORE_RETURN_IF_ERROR(LoadMetaCounters());
+  AUXSTORE_RETURN_IF_ERROR(CheckWatermark(fresh));
+  if (!options_.read_only) {
+    // Ingest files of a put that crashed half-way are never referenced.
+    fs::remove_all(path_ + "/" + kIngestDir, ec);
+    fs::create_directory(path_ + "/" + kIngestDir, ec);
+    if (ec) return Status::IOError("create " + path_ + "/" + kIngestDir + ": " + ec.message());
+    ::chmod((path_ + "/" + kIngestDir).c_str(), 0700);
+  }
+  return Status::Ok();
+}
+
+Status DbStore::CheckFormatVersion(bool fresh) {
+  std::string value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), cf_[kMeta], kFormatVersionKey, &value);
+  if (s.IsNotFound() && fresh && !options_.read_only) {
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    return Guard(db_->Put(wo, cf_[kMeta], kFormatVersionKey, EncodeMetaU64(kFormatVersionKey, kStoreFormatVersion)),
+                 "record the store format version");
+  }
+  if (s.IsNotFound()) {
+    return Status::Corruption("store " + path_ + " has no format version record");
+  }
+  if (!s.ok()) return FromRocks(s, "read the store format version");
+  AUXSTORE_ASSIGN_OR_RETURN(uint64_t version, DecodeMetaU64(kFormatVersionKey, value));
+  if (version != kStoreFormatVersion) {
+    return Status::NotSupported("store " + path_ + " has format version " +
+                                std::to_string(version) + "; this build reads version " +
+                                std::to_string(kStoreFormatVersion) +
+                                (version > kStoreFormatVersion ? " (it was written by a newer "
+                                                                 "auxstore)"
+                                                               : ""));
+  }
+  return Status::Ok();
+}
+
+Status DbStore::LoadMetaCounters() {
+  for (auto [key, target] : {std::pair{kCommitSeqKey, &commit_seq_},
+                             std::pair{kQuarantinesKey, &quarantines_}}) {
+    std::string value;
+    rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), cf_[kMeta], key, &value);
+    if (s.IsNotFound()) {
+      *target = 0;
+      continue;
+    }
+    if (!s.ok()) return FromRocks(s, std::string("read ") + key);
+    AUXSTORE_ASSIGN_OR_RETURN(*target, DecodeMetaU64(key, value));
+  }
+  return Status::Ok();
+}
+
+Status DbStore::CheckWatermark(bool fresh) {
+  Result<uint64_t> wm = ReadWatermark(path_);
+  if (!wm.ok() && !wm.error().IsNotFound()) {
+    if (!options_.accept_data_loss) return wm.error();
+    wm = uint64_t{0};
+  }
+  if (!wm.ok()) {  // missing
+    if (!fresh && commit_seq_ > 0 && !options_.accept_data_loss) {
+      return Status::Corruption("store " + path_ + " has lost its durable watermark file (" +
+                                kWatermarkFileName + "); its commits cannot be vouched for. Run "
+                                "`auxstore verify`, then open with accept_data_loss");
+    }
+    watermark_ = 0;
+  } else {
+    watermark_ = *wm;
+  }
+  if (commit_seq_ < watermark_) {
+    lost_commits_at_open_ = watermark_ - commit_seq_;
+    if (!options_.accept_data_loss) {
+      return Status::Corruption(
+          "store " + path_ + " lost committed snapshots: the durable watermark is commit " +
+          std::to_string(watermark_) + " but RocksDB recovered only up to commit " +
+          std::to_string(commit_seq_) + " (a truncated WAL or MANIFEST?). Open with "
+          "accept_data_loss to continue with what is left");
+    }
+  }
+  if (options_.read_only) return Status::Ok();
+  // Everything recovered is now durable in RocksDB's files: vouch for it.
+  AUXSTORE_RETURN_IF_ERROR(Guard(db_->SyncWAL(), "sync the WAL at open"));
+  return AdvanceWatermark(commit_seq_);
+}
+
+}  // namespace store_internal
+}  // namespace auxstore

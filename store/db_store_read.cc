@@ -1,0 +1,315 @@
+#include <cinttypes>
+#include <cstdio>
+#include <memory>
+
+#include "auxstore/blob_hash.h"
+#include "format/envelope.h"
+#include "format/manifest.h"
+#include "store/db_store.h"
+#include "store/keys.h"
+#include "store/namespace_record.h"
+
+namespace auxstore::store_internal {
+namespace {
+
+ByteSpan Bytes(const rocksdb::Slice& s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+ByteSpan Bytes(const std::string& s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+
+std::string Where(NamespaceId ns, const Prefix& prefix) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64, ns);
+  return "prefix " + prefix.ToHex() + " in namespace " + buf;
+}
+
+Result<Manifest> DecodeManifestValue(const std::string& key, ByteSpan value) {
+  AUXSTORE_ASSIGN_OR_RETURN(EnvelopeView env, DecodeEnvelope(Bytes(key), value));
+  if (env.kind != RecordKind::kManifest) {
+    return Status::Corruption("manifest record holds a record of kind " +
+                              std::to_string(static_cast<unsigned>(env.kind)));
+  }
+  return DecodeManifest(env.payload);
+}
+
+}  // namespace
+
+Result<NamespaceSpec> DbStore::NamespaceSpecFor(NamespaceId ns) {
+  {
+    std::shared_lock lock(ns_mu_);
+    auto it = namespaces_.find(ns);
+    if (it != namespaces_.end()) return it->second;
+  }
+  const std::string key = NamespaceKey(ns);
+  std::string value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), cf_[kNamespaces], key, &value);
+  if (s.IsNotFound()) {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016" PRIx64, ns);
+    return Status::NotFound(std::string("namespace ") + buf + " is not registered");
+  }
+  if (!s.ok()) return FromRocks(s, "read namespace");
+  AUXSTORE_ASSIGN_OR_RETURN(EnvelopeView env, DecodeEnvelope(Bytes(key), Bytes(value)));
+  if (env.kind != RecordKind::kNamespace) return Status::Corruption("namespace record malformed");
+  AUXSTORE_ASSIGN_OR_RETURN(NamespaceSpec spec, DecodeNamespaceSpec(env.payload));
+  if (NamespaceFingerprint(spec) != ns) {
+    return Status::Corruption("namespace record does not match its id");
+  }
+  std::unique_lock lock(ns_mu_);
+  namespaces_[ns] = spec;
+  return spec;
+}
+
+Result<NamespaceSpec> DbStore::GetNamespace(NamespaceId ns) { return NamespaceSpecFor(ns); }
+
+Result<std::vector<std::pair<NamespaceId, NamespaceSpec>>> DbStore::ListNamespaces() {
+  std::vector<std::pair<NamespaceId, NamespaceSpec>> out;
+  std::vector<NamespaceId> ids;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf_[kNamespaces]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      NamespaceId ns = 0;
+      if (ParseNamespaceKey(it->key().ToStringView(), &ns)) ids.push_back(ns);
+    }
+    AUXSTORE_RETURN_IF_ERROR(FromRocks(it->status(), "list namespaces"));
+  }
+  for (NamespaceId ns : ids) {
+    AUXSTORE_ASSIGN_OR_RETURN(NamespaceSpec spec, NamespaceSpecFor(ns));
+    out.emplace_back(ns, std::move(spec));
+  }
+  return out;
+}
+
+Result<Manifest> DbStore::LoadManifest(NamespaceId ns, const Prefix& prefix) {
+  const std::string key = SnapshotKey(ns, prefix);
+  std::string value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), cf_[kManifests], key, &value);
+  if (s.IsNotFound()) return Status::NotFound("no snapshot for " + Where(ns, prefix));
+  if (!s.ok()) return FromRocks(s, "read the manifest of " + Where(ns, prefix));
+  auto m = DecodeManifestValue(key, Bytes(value));
+  if (!m.ok()) {
+    Status why = m.error().WithContext("manifest of " + Where(ns, prefix));
+    (void)Quarantine(ns, prefix, why);
+    return why;
+  }
+  return m;
+}
+
+Result<Manifest> DbStore::GetManifest(NamespaceId ns, const Prefix& prefix) {
+  auto m = LoadManifest(ns, prefix);
+  if (m.ok()) {
+    ++hits_;
+    Touch(ns, prefix);
+  } else if (m.error().IsNotFound()) {
+    ++misses_;
+  }
+  return m;
+}
+
+void DbStore::Touch(NamespaceId ns, const Prefix& prefix) {
+  index_.Touched(SnapshotKey(ns, prefix), NowUnixMs());
+}
+
+Status DbStore::ReadVerifiedChunk(NamespaceId ns, const Prefix& prefix, const LayerEntry& entry,
+                                  uint32_t chunk_bytes, uint32_t chunk,
+                                  rocksdb::PinnableSlice* value, ByteSpan* payload) {
+  const std::string key = RecordKey(ns, prefix, entry.layer, chunk);
+  const std::string where = "layer " + std::to_string(entry.layer) + " chunk " +
+                            std::to_string(chunk) + " of " + Where(ns, prefix);
+  rocksdb::Status s = db_->Get(HotReadOptions(), cf_[kRecords], key, value);
+  if (s.IsNotFound()) return Status::Corruption("snapshot is torn: missing " + where);
+  if (!s.ok()) return FromRocks(s, "read " + where);
+  auto env = DecodeEnvelope(Bytes(key), Bytes(*value));
+  if (!env.ok()) return env.error().WithContext(where);
+  if (env->kind != ChunkRecordKind(entry.kind)) {
+    return Status::Corruption(where + " holds a record of kind " +
+                              std::to_string(static_cast<unsigned>(env->kind)) +
+                              ", the manifest says " + std::string(KindName(entry.kind)));
+  }
+  const uint64_t want = ChunkSize(entry.bytes, chunk_bytes, chunk);
+  if (env->payload.size() != want) {
+    return Status::Corruption(where + " holds " + std::to_string(env->payload.size()) +
+                              " bytes, the manifest implies " + std::to_string(want));
+  }
+  *payload = env->payload;
+  return Status::Ok();
+}
+
+Status DbStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
+                          const ChunkSink& sink) {
+  AUXSTORE_ASSIGN_OR_RETURN(Manifest m, LoadManifest(ns, prefix));
+  const LayerEntry* entry = m.FindLayer(layer);
+  if (!entry) {
+    return Status::NotFound("snapshot of " + Where(ns, prefix) + " has no layer " +
+                            std::to_string(layer));
+  }
+  Touch(ns, prefix);
+  BlobHasher hasher;
+  for (uint32_t c = 0; c < entry->chunks; ++c) {
+    rocksdb::PinnableSlice value;
+    ByteSpan payload;
+    Status s = ReadVerifiedChunk(ns, prefix, *entry, m.chunk_bytes, c, &value, &payload);
+    if (s.ok()) {
+      hasher.Update(payload);
+      // The last chunk goes out only once the whole blob's hash matches, so a
+      // sink never completes a blob that is not the one the manifest names.
+      if (c + 1 == entry->chunks && hasher.Digest() != entry->xxh3) {
+        s = Status::Corruption("layer " + std::to_string(layer) + " of " + Where(ns, prefix) +
+                               " does not match its manifest's whole-blob hash");
+      }
+    }
+    if (!s.ok()) {
+      if (s.IsCorruption()) (void)Quarantine(ns, prefix, s);
+      return s;
+    }
+    AUXSTORE_RETURN_IF_ERROR(sink(uint64_t{c} * m.chunk_bytes, payload));
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<uint8_t>> DbStore::GetLayer(NamespaceId ns, const Prefix& prefix,
+                                               uint32_t layer) {
+  std::vector<uint8_t> out;
+  Status s = ReadLayer(ns, prefix, layer, [&](uint64_t offset, ByteSpan chunk) {
+    if (offset == 0) out.reserve(chunk.size());
+    out.insert(out.end(), chunk.begin(), chunk.end());
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+Status DbStore::ReadChunkInto(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
+                              uint32_t layer, uint32_t chunk, std::span<uint8_t> dst) {
+  const LayerEntry* entry = manifest.FindLayer(layer);
+  if (!entry) return Status::InvalidArgument("manifest has no layer " + std::to_string(layer));
+  if (chunk >= entry->chunks) {
+    return Status::InvalidArgument("layer " + std::to_string(layer) + " has " +
+                                   std::to_string(entry->chunks) + " chunks, asked for chunk " +
+                                   std::to_string(chunk));
+  }
+  const uint64_t want = ChunkSize(entry->bytes, manifest.chunk_bytes, chunk);
+  if (dst.size() != want) {
+    return Status::InvalidArgument("destination is " + std::to_string(dst.size()) +
+                                   " bytes, chunk " + std::to_string(chunk) + " is " +
+                                   std::to_string(want));
+  }
+  const std::string key = RecordKey(ns, prefix, layer, chunk);
+  rocksdb::PinnableSlice value;
+  rocksdb::Status s = db_->Get(HotReadOptions(), cf_[kRecords], key, &value);
+  Status st;
+  if (s.IsNotFound()) {
+    st = Status::Corruption("snapshot is torn: missing layer " + std::to_string(layer) +
+                            " chunk " + std::to_string(chunk) + " of " + Where(ns, prefix));
+  } else if (!s.ok()) {
+    return FromRocks(s, "read a chunk of " + Where(ns, prefix));
+  } else {
+    auto env = DecodeEnvelopeInto(Bytes(key), Bytes(value), dst);
+    if (!env.ok()) {
+      st = env.error().WithContext("layer " + std::to_string(layer) + " chunk " +
+                                   std::to_string(chunk) + " of " + Where(ns, prefix));
+    } else if (env->kind != ChunkRecordKind(entry->kind)) {
+      st = Status::Corruption("layer " + std::to_string(layer) + " chunk " +
+                              std::to_string(chunk) + " of " + Where(ns, prefix) +
+                              " has the wrong record kind");
+    }
+  }
+  if (st.IsCorruption()) (void)Quarantine(ns, prefix, st);
+  return st;
+}
+
+Result<std::optional<size_t>> DbStore::LongestPrefix(NamespaceId ns,
+                                                     std::span<const Prefix> candidates) {
+  if (candidates.empty()) return std::optional<size_t>();
+  std::vector<std::string> keys;
+  keys.reserve(candidates.size());
+  for (const Prefix& p : candidates) keys.push_back(SnapshotKey(ns, p));
+  std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+  std::vector<rocksdb::PinnableSlice> values(keys.size());
+  std::vector<rocksdb::Status> statuses(keys.size());
+  db_->MultiGet(rocksdb::ReadOptions(), cf_[kManifests], keys.size(), slices.data(),
+                values.data(), statuses.data());
+  for (size_t i = keys.size(); i-- > 0;) {
+    if (statuses[i].IsNotFound()) continue;
+    if (!statuses[i].ok()) return FromRocks(statuses[i], "look up prefixes");
+    auto m = DecodeManifestValue(keys[i], Bytes(values[i]));
+    if (!m.ok()) {  // a damaged manifest is a miss from now on
+      (void)Quarantine(ns, candidates[i], m.error());
+      continue;
+    }
+    ++hits_;
+    Touch(ns, candidates[i]);
+    return std::optional<size_t>(i);
+  }
+  ++misses_;
+  return std::optional<size_t>();
+}
+
+Result<std::optional<Store::TokenMatch>> DbStore::LongestPrefixForTokens(
+    NamespaceId ns, std::span<const uint32_t> tokens, uint32_t block_size, uint64_t salt) {
+  if (block_size == 0) return Status::InvalidArgument("block_size is 0");
+  std::vector<Prefix> candidates = PrefixHashes(tokens, block_size, salt);
+  // Longest first; a candidate whose stored token digest disagrees is a hash
+  // collision with another sequence, not a hit.
+  while (!candidates.empty()) {
+    AUXSTORE_ASSIGN_OR_RETURN(std::optional<size_t> found, LongestPrefix(ns, candidates));
+    if (!found) return std::optional<TokenMatch>();
+    const size_t i = *found;
+    const uint64_t covered = uint64_t{block_size} * (i + 1);
+    AUXSTORE_ASSIGN_OR_RETURN(Manifest m, LoadManifest(ns, candidates[i]));
+    if (!m.token_digest || *m.token_digest == DigestTokens(tokens.first(covered), salt)) {
+      return std::optional<TokenMatch>(TokenMatch{candidates[i], covered});
+    }
+    --hits_;
+    ++misses_;
+    candidates.resize(i);
+  }
+  return std::optional<TokenMatch>();
+}
+
+Status DbStore::List(std::optional<NamespaceId> ns,
+                     const std::function<bool(const SnapshotInfo&)>& visit) {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf_[kManifests]));
+  Status first_error;
+  const std::string start = ns ? NamespaceKey(*ns) : std::string();
+  for (it->Seek(start); it->Valid(); it->Next()) {
+    SnapshotInfo info;
+    if (!ParseSnapshotKey(it->key().ToStringView(), &info.ns, &info.prefix)) continue;
+    if (ns && info.ns != *ns) break;
+    auto m = DecodeManifestValue(it->key().ToString(), Bytes(it->value()));
+    if (!m.ok()) {
+      if (first_error.ok()) first_error = m.error().WithContext("manifest of " + Where(info.ns, info.prefix));
+      continue;
+    }
+    info.manifest = std::move(*m);
+    if (!visit(info)) break;
+  }
+  AUXSTORE_RETURN_IF_ERROR(FromRocks(it->status(), "list snapshots"));
+  return first_error;
+}
+
+StoreStats DbStore::Stats() {
+  StoreStats s;
+  s.snapshots = index_.snapshots();
+  s.payload_bytes = index_.bytes();
+  s.index_ready = index_.ready();
+  s.hits = hits_;
+  s.misses = misses_;
+  s.puts = puts_;
+  s.duplicate_puts = duplicate_puts_;
+  s.evictions = evictions_;
+  s.expirations = expirations_;
+  s.orphans_seen = orphans_seen_;
+  s.orphans_removed = orphans_removed_;
+  s.fenced = fenced_;
+  std::lock_guard lock(commit_mu_);
+  s.quarantines = quarantines_;
+  s.commit_seq = commit_seq_;
+  s.durable_watermark = watermark_;
+  s.lost_commits_at_open = lost_commits_at_open_;
+  return s;
+}
+
+}  // namespace auxstore::store_internal

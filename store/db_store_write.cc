@@ -1,0 +1,332 @@
+#include <rocksdb/convenience.h>
+#include <rocksdb/sst_file_writer.h>
+#include <rocksdb/write_batch.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "auxstore/blob_hash.h"
+#include "format/envelope.h"
+#include "format/manifest.h"
+#include "store/db_store.h"
+#include "store/keys.h"
+#include "store/meta_keys.h"
+#include "store/namespace_record.h"
+#include "store/watermark.h"
+
+namespace auxstore::store_internal {
+namespace {
+
+ByteSpan Bytes(const std::string& s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+
+std::string NsHex(NamespaceId ns) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64, ns);
+  return buf;
+}
+
+// Builds each record value (envelope header + chunk) in one reused buffer.
+class RecordBuilder {
+ public:
+  template <typename Emit>
+  static Status ForEachRecord(NamespaceId ns, const Prefix& prefix,
+                              std::span<const LayerBlob> sorted_layers, uint32_t chunk_bytes,
+                              Emit&& emit) {
+    std::string value;
+    for (const LayerBlob& l : sorted_layers) {
+      const uint32_t chunks = ChunkCount(l.bytes.size(), chunk_bytes);
+      for (uint32_t c = 0; c < chunks; ++c) {
+        const std::string key = RecordKey(ns, prefix, l.layer, c);
+        ByteSpan payload = l.bytes.subspan(uint64_t{c} * chunk_bytes,
+                                           ChunkSize(l.bytes.size(), chunk_bytes, c));
+        value.resize(kEnvelopeHeaderBytes + payload.size());
+        auto* p = reinterpret_cast<uint8_t*>(value.data());
+        EncodeEnvelopeHeader(Bytes(key), ChunkRecordKind(l.kind), payload, p);
+        if (!payload.empty()) std::memcpy(p + kEnvelopeHeaderBytes, payload.data(), payload.size());
+        AUXSTORE_RETURN_IF_ERROR(emit(key, value));
+      }
+    }
+    return Status::Ok();
+  }
+};
+
+}  // namespace
+
+Status DbStore::CheckWritable() const {
+  if (options_.read_only) return Status::Unavailable("store " + path_ + " is open read-only");
+  if (fenced_.load()) {
+    return Status::Unavailable("store " + path_ + " stopped writing after a failed write (" +
+                               fence_reason_ + "); close and reopen it");
+  }
+  return Status::Ok();
+}
+
+Status DbStore::Guard(const rocksdb::Status& s, const std::string& what) {
+  if (s.ok()) return Status::Ok();
+  // Debian's RocksDB 7.8.3 can abort on a second write to a WAL that failed
+  // once (reliability-notes #2): after any failed write, write nothing more.
+  bool expected = false;
+  if (fenced_.compare_exchange_strong(expected, true)) fence_reason_ = what + ": " + s.ToString();
+  return FromRocks(s, what);
+}
+
+Result<NamespaceId> DbStore::RegisterNamespace(const NamespaceSpec& spec) {
+  AUXSTORE_RETURN_IF_ERROR(ValidateNamespaceSpec(spec));
+  const NamespaceId ns = NamespaceFingerprint(spec);
+  auto existing = NamespaceSpecFor(ns);
+  if (existing.ok()) return ns;
+  if (!existing.error().IsNotFound()) return existing.error();
+  AUXSTORE_RETURN_IF_ERROR(CheckWritable());
+  const std::string key = NamespaceKey(ns);
+  const std::string value =
+      EncodeEnvelope(Bytes(key), RecordKind::kNamespace, Bytes(EncodeNamespaceSpec(spec)));
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  AUXSTORE_RETURN_IF_ERROR(Guard(db_->Put(wo, cf_[kNamespaces], key, value),
+                                 "register namespace " + NsHex(ns)));
+  std::unique_lock lock(ns_mu_);
+  namespaces_[ns] = spec;
+  return ns;
+}
+
+Status DbStore::PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t token_count,
+                            std::span<const LayerBlob> layers, const PutOptions& put) {
+  AUXSTORE_RETURN_IF_ERROR(CheckWritable());
+  auto spec = NamespaceSpecFor(ns);
+  if (!spec.ok()) return spec.error();
+  if (layers.empty()) return Status::InvalidArgument("a snapshot needs at least one layer");
+
+  // Validate everything before writing anything.
+  std::vector<LayerBlob> sorted(layers.begin(), layers.end());
+  std::sort(sorted.begin(), sorted.end(),
+            [](const LayerBlob& a, const LayerBlob& b) { return a.layer < b.layer; });
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    const LayerBlob& l = sorted[i];
+    if (i > 0 && l.layer == sorted[i - 1].layer) {
+      return Status::InvalidArgument("layer " + std::to_string(l.layer) +
+                                     " appears twice in one snapshot");
+    }
+    if (!IsKnownKind(static_cast<uint8_t>(l.kind))) {
+      return Status::InvalidArgument("layer " + std::to_string(l.layer) + " has unknown kind " +
+                                     std::to_string(static_cast<unsigned>(l.kind)));
+    }
+    if (ChunkCount(l.bytes.size(), options_.chunk_bytes) == UINT32_MAX) {
+      return Status::InvalidArgument("layer " + std::to_string(l.layer) + " is too large");
+    }
+    const ByteSpan head = l.bytes.first(std::min(l.bytes.size(), BlobHeadBytes(l.kind)));
+    Status s = CheckBlob(l.kind, head, l.bytes.size(), *spec);
+    if (!s.ok()) return s.WithContext("layer " + std::to_string(l.layer));
+  }
+
+  const std::string skey = SnapshotKey(ns, prefix);
+  KeyLock key_lock(this, skey);
+  {
+    std::string existing;
+    rocksdb::Status g = db_->Get(rocksdb::ReadOptions(), cf_[kManifests], skey, &existing);
+    if (g.ok()) {
+      ++duplicate_puts_;
+      return Status::Ok();
+    }
+    if (!g.IsNotFound()) return FromRocks(g, "look up prefix " + prefix.ToHex());
+  }
+
+  Manifest m;
+  m.token_count = token_count;
+  m.created_unix_ms = NowUnixMs();
+  m.chunk_bytes = options_.chunk_bytes;
+  m.token_digest = put.token_digest;
+  for (const LayerBlob& l : sorted) {
+    m.layers.push_back({l.layer, l.kind, l.bytes.size(),
+                        ChunkCount(l.bytes.size(), options_.chunk_bytes),
+                        BlobHasher::Hash(l.bytes)});
+  }
+  Status s = m.payload_bytes() >= options_.ingest_threshold_bytes
+                 ? WriteIngested(ns, prefix, sorted, m)
+                 : WriteBatched(ns, prefix, sorted, m);
+  if (!s.ok()) return s;
+  ++puts_;
+  const int64_t now = NowUnixMs();
+  index_.Added(skey, {m.payload_bytes(), m.created_unix_ms, now});
+  if (options_.capacity_bytes && index_.bytes() > options_.capacity_bytes) {
+    {
+      std::lock_guard lock(maint_mu_);
+      poke_ = true;
+    }
+    maint_cv_.notify_all();
+  }
+  return Status::Ok();
+}
+
+Status DbStore::WriteBatched(NamespaceId ns, const Prefix& prefix,
+                             std::span<const LayerBlob> layers, const Manifest& manifest) {
+  // Records and manifest in one WriteBatch: atomic, never orphaned.
+  rocksdb::WriteBatch batch;
+  AUXSTORE_RETURN_IF_ERROR(RecordBuilder::ForEachRecord(
+      ns, prefix, layers, options_.chunk_bytes, [&](const std::string& k, const std::string& v) {
+        return FromRocks(batch.Put(cf_[kRecords], k, v), "batch a record");
+      }));
+  return CommitManifest(&batch, ns, prefix, manifest);
+}
+
+Status DbStore::WriteIngested(NamespaceId ns, const Prefix& prefix,
+                              std::span<const LayerBlob> layers, const Manifest& manifest) {
+  // One SST per snapshot, written once and moved into the tree: no WAL copy,
+  // no memtable, no compaction rewrite (write amplification 1.0).
+  char name[64];
+  std::snprintf(name, sizeof name, "/%d-%" PRIu64 ".sst", static_cast<int>(::getpid()),
+                ingest_counter_.fetch_add(1));
+  const std::string file = path_ + "/" + kIngestDir + name;
+  struct RemoveOnExit {
+    std::string f;
+    ~RemoveOnExit() { ::unlink(f.c_str()); }  // no-op once moved into the DB
+  } cleanup{file};
+
+  rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), RecordsSstWriterOptions(setup_),
+                                cf_[kRecords]);
+  AUXSTORE_RETURN_IF_ERROR(FromRocks(writer.Open(file), "create " + file));
+  AUXSTORE_RETURN_IF_ERROR(RecordBuilder::ForEachRecord(
+      ns, prefix, layers, options_.chunk_bytes, [&](const std::string& k, const std::string& v) {
+        return FromRocks(writer.Put(k, v), "write " + file);
+      }));
+  rocksdb::ExternalSstFileInfo info;
+  AUXSTORE_RETURN_IF_ERROR(FromRocks(writer.Finish(&info), "finish " + file));
+
+  // The intent makes a crash between ingest and manifest leave a findable
+  // orphan instead of one only a full scan finds.
+  const std::string skey = SnapshotKey(ns, prefix);
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.durability == Durability::kSync;
+  AUXSTORE_RETURN_IF_ERROR(Guard(
+      db_->Put(wo, cf_[kMeta], kIntentPrefix + skey, EncodeMeta(kIntentPrefix + skey, "")),
+      "record a write intent"));
+
+  rocksdb::IngestExternalFileArg arg;
+  arg.column_family = cf_[kRecords];
+  arg.external_files = {file};
+  arg.options.move_files = true;
+  arg.options.write_global_seqno = false;
+  arg.options.snapshot_consistency = false;  // the store holds no RocksDB snapshots
+  // SstFileWriter computed the XXH3 file checksum while writing: trust it
+  // instead of reading the file back.
+  arg.options.verify_file_checksum = false;
+  if (!info.file_checksum.empty()) {
+    arg.files_checksums = {info.file_checksum};
+    arg.files_checksum_func_names = {info.file_checksum_func_name};
+  }
+  AUXSTORE_RETURN_IF_ERROR(
+      Guard(db_->IngestExternalFiles({arg}), "ingest the records of " + prefix.ToHex()));
+
+  rocksdb::WriteBatch batch;
+  AUXSTORE_RETURN_IF_ERROR(FromRocks(batch.Delete(cf_[kMeta], kIntentPrefix + skey), "batch"));
+  return CommitManifest(&batch, ns, prefix, manifest);
+}
+
+Status DbStore::CommitManifest(rocksdb::WriteBatch* batch, NamespaceId ns, const Prefix& prefix,
+                               const Manifest& manifest) {
+  const std::string skey = SnapshotKey(ns, prefix);
+  const std::string value =
+      EncodeEnvelope(Bytes(skey), RecordKind::kManifest, Bytes(EncodeManifest(manifest)));
+  std::lock_guard lock(commit_mu_);
+  const uint64_t seq = commit_seq_ + 1;
+  AUXSTORE_RETURN_IF_ERROR(FromRocks(batch->Put(cf_[kManifests], skey, value), "batch"));
+  AUXSTORE_RETURN_IF_ERROR(
+      FromRocks(batch->Put(cf_[kMeta], kCommitSeqKey, EncodeMetaU64(kCommitSeqKey, seq)), "batch"));
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.durability == Durability::kSync;
+  AUXSTORE_RETURN_IF_ERROR(Guard(db_->Write(wo, batch), "commit the manifest of " + prefix.ToHex()));
+  commit_seq_ = seq;
+  if (wo.sync) return AdvanceWatermark(seq);
+  return Status::Ok();
+}
+
+// Caller holds commit_mu_ (or is opening). `seq` must already be durable.
+Status DbStore::AdvanceWatermark(uint64_t seq) {
+  if (seq <= watermark_ && seq != 0) return Status::Ok();
+  Status s = WriteWatermark(path_, seq);
+  if (!s.ok()) {
+    bool expected = false;
+    if (fenced_.compare_exchange_strong(expected, true)) fence_reason_ = s.ToString();
+    return s;
+  }
+  watermark_ = seq;
+  return Status::Ok();
+}
+
+Status DbStore::Erase(NamespaceId ns, const Prefix& prefix) {
+  AUXSTORE_RETURN_IF_ERROR(CheckWritable());
+  return EraseSnapshot(SnapshotKey(ns, prefix), EraseReason::kUser);
+}
+
+Status DbStore::EraseSnapshot(const std::string& skey, EraseReason reason) {
+  NamespaceId ns = 0;
+  Prefix prefix;
+  if (!ParseSnapshotKey(skey, &ns, &prefix)) return Status::Internal("bad snapshot key");
+  KeyLock key_lock(this, skey);
+  std::string existing;
+  rocksdb::Status g = db_->Get(rocksdb::ReadOptions(), cf_[kManifests], skey, &existing);
+  if (g.IsNotFound()) {
+    index_.Removed(skey);
+    return Status::NotFound("no snapshot for prefix " + prefix.ToHex() + " in namespace " +
+                            NsHex(ns));
+  }
+  if (!g.ok()) return FromRocks(g, "look up prefix " + prefix.ToHex());
+  // The manifest goes first, durably: from then on the records are orphans
+  // that no reader can reach, whatever happens next.
+  rocksdb::WriteBatch batch;
+  (void)batch.Delete(cf_[kManifests], skey);
+  (void)batch.Delete(cf_[kRecency], skey);
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  AUXSTORE_RETURN_IF_ERROR(Guard(db_->Write(wo, &batch), "erase the manifest of " + prefix.ToHex()));
+  index_.Removed(skey);
+  if (reason == EraseReason::kEviction) ++evictions_;
+  if (reason == EraseReason::kExpiry) ++expirations_;
+  return DeleteRecords(ns, prefix);
+}
+
+Status DbStore::DeleteRecords(NamespaceId ns, const Prefix& prefix) {
+  const std::string begin = SnapshotKey(ns, prefix), end = SnapshotRangeEnd(ns, prefix);
+  AUXSTORE_RETURN_IF_ERROR(Guard(db_->DeleteRange(rocksdb::WriteOptions(), cf_[kRecords], begin, end),
+                                 "delete the records of " + prefix.ToHex()));
+  // An ingested snapshot is a file of its own: drop it now, no compaction I/O.
+  rocksdb::Slice b(begin), e(end);
+  return FromRocks(rocksdb::DeleteFilesInRange(db_.get(), cf_[kRecords], &b, &e),
+                   "reclaim the files of " + prefix.ToHex());
+}
+
+Status DbStore::Quarantine(NamespaceId ns, const Prefix& prefix, const Status& why) {
+  if (options_.read_only || fenced_) return Status::Ok();  // nothing we may change
+  const std::string skey = SnapshotKey(ns, prefix);
+  KeyLock key_lock(this, skey);
+  std::string existing;
+  if (!db_->Get(rocksdb::ReadOptions(), cf_[kManifests], skey, &existing).ok()) {
+    return Status::Ok();  // already gone
+  }
+  std::lock_guard lock(commit_mu_);
+  rocksdb::WriteBatch batch;
+  (void)batch.Delete(cf_[kManifests], skey);
+  (void)batch.Delete(cf_[kRecency], skey);
+  (void)batch.Put(cf_[kMeta], kQuarantinesKey, EncodeMetaU64(kQuarantinesKey, quarantines_ + 1));
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  AUXSTORE_RETURN_IF_ERROR(Guard(db_->Write(wo, &batch), "quarantine " + prefix.ToHex() + " (" +
+                                                             why.message() + ")"));
+  ++quarantines_;
+  index_.Removed(skey);
+  return Status::Ok();
+}
+
+Status DbStore::Flush() {
+  AUXSTORE_RETURN_IF_ERROR(CheckWritable());
+  std::lock_guard lock(commit_mu_);
+  AUXSTORE_RETURN_IF_ERROR(Guard(db_->SyncWAL(), "sync the WAL"));
+  return AdvanceWatermark(commit_seq_);
+}
+
+}  // namespace auxstore::store_internal

@@ -1,0 +1,32 @@
+#include "store/meta_keys.h"
+
+#include "format/byte_order.h"
+#include "format/envelope.h"
+
+namespace auxstore::store_internal {
+namespace {
+ByteSpan Bytes(const std::string& s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+}  // namespace
+
+std::string EncodeMeta(const std::string& key, const std::string& payload) {
+  return EncodeEnvelope(Bytes(key), RecordKind::kStoreMeta, Bytes(payload));
+}
+
+std::string EncodeMetaU64(const std::string& key, uint64_t v) {
+  std::string p;
+  internal::AppendLE64(&p, v);
+  return EncodeMeta(key, p);
+}
+
+Result<uint64_t> DecodeMetaU64(const std::string& key, const std::string& value) {
+  auto env = DecodeEnvelope(Bytes(key), Bytes(value));
+  if (!env.ok()) return env.error().WithContext("store record '" + key + "'");
+  if (env->kind != RecordKind::kStoreMeta || env->payload.size() != 8) {
+    return Status::Corruption("store record '" + key + "' is malformed");
+  }
+  return internal::GetLE64(env->payload.data());
+}
+
+}  // namespace auxstore::store_internal

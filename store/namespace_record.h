@@ -1,0 +1,21 @@
+// Serialization of a registered namespace (the payload of a kNamespace record):
+//   u32 version (1) | u32 model_id length | model_id bytes |
+//   u32 qsa hd, max_tokens, ratio, rot | f32 theta, eps (bit patterns) |
+//   u32 dsa index_head_dim, capacity          (all little-endian)
+#pragma once
+
+#include <string>
+
+#include "auxstore/geometry.h"
+#include "auxstore/blob_codecs.h"
+#include "auxstore/status.h"
+
+namespace auxstore::store_internal {
+
+std::string EncodeNamespaceSpec(const NamespaceSpec& spec);
+Result<NamespaceSpec> DecodeNamespaceSpec(ByteSpan payload);
+
+// InvalidArgument naming the first bad field of a spec to register.
+Status ValidateNamespaceSpec(const NamespaceSpec& spec);
+
+}  // namespace auxstore::store_internal

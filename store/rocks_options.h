@@ -1,0 +1,39 @@
+// The RocksDB settings the store runs with, each one decided and explained
+// in rocks_options.cc (numbers: shared/perf-notes.md, shared/reliability-notes.md,
+// bench/RESULTS.md).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <rocksdb/db.h>
+#include <rocksdb/env.h>
+#include <rocksdb/options.h>
+
+namespace auxstore::store_internal {
+
+// Column families, in the order the store opens them.
+inline constexpr const char* kMetaCf = "auxstore.meta";
+inline constexpr const char* kNamespacesCf = "auxstore.namespaces";
+inline constexpr const char* kManifestsCf = "auxstore.manifests";
+inline constexpr const char* kRecordsCf = "auxstore.records";
+inline constexpr const char* kRecencyCf = "auxstore.recency";
+enum CfIndex { kDefault = 0, kMeta, kNamespaces, kManifests, kRecords, kRecency, kCfCount };
+
+struct RocksSetup {
+  std::unique_ptr<rocksdb::Env> env;  // must outlive the DB
+  rocksdb::DBOptions db;
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs;  // indexed by CfIndex
+};
+
+RocksSetup MakeRocksSetup();
+
+// Options for an SstFileWriter producing a records-family file for ingestion.
+rocksdb::Options RecordsSstWriterOptions(const RocksSetup& setup);
+
+// Reads on the restore path: RocksDB's software CRC per read is off because
+// every record carries the store's own XXH3 with the key mixed in.
+rocksdb::ReadOptions HotReadOptions();
+
+}  // namespace auxstore::store_internal
