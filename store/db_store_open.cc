@@ -91,6 +91,8 @@ Status DbStore::OpenDb() {
     if (options_.read_only || !options_.create_if_missing) {
       return Status::NotFound("no auxstore store at " + path_);
     }
+    const fs::path parent = fs::path(path_).parent_path();
+    if (!parent.empty()) fs::create_directories(parent, ec);
     if (::mkdir(path_.c_str(), 0700) != 0 && errno != EEXIST) {
       return Status::IOError("create store directory " + path_ + ": " + std::strerror(errno));
     }
