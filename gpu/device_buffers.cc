@@ -1,0 +1,27 @@
+#include "gpu/device_buffers.h"
+
+#include <string>
+
+namespace auxstore::gpu {
+
+Status FreeEach(GpuBackend& gpu, std::initializer_list<DevicePtr*> ptrs) {
+  Status first;
+  for (DevicePtr* p : ptrs) {
+    if (*p == kNullDevicePtr) continue;
+    Status st = gpu.Free(*p);
+    *p = kNullDevicePtr;  // attempted: never freed twice
+    if (!st.ok() && first.ok()) first = std::move(st);
+  }
+  return first;
+}
+
+Result<DevicePtr> AllocRows(GpuBackend& gpu, uint64_t rows, uint64_t row_bytes) {
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(rows, row_bytes, &bytes) || bytes > SIZE_MAX) {
+    return Status::OutOfRange(std::to_string(rows) + " rows of " + std::to_string(row_bytes) +
+                              " bytes overflow");
+  }
+  return gpu.Alloc(static_cast<size_t>(bytes));
+}
+
+}  // namespace auxstore::gpu

@@ -1,0 +1,200 @@
+// Per-sequence aux states on the device, and their snapshot / restore in the
+// blob formats of blob_codecs.h (seeds 000, 001, 002).
+//
+// Restore rules (the seeds' invariants): every check runs before any copy;
+// the counters move last, only once every copy (and, for QSA, the re-pool) is
+// enqueued; `pooled` stays 0 unless the re-pool was issued. A failed restore
+// leaves the counters unchanged.
+//
+// Lifetime: a state frees its device buffers in Release() (idempotent; a
+// failure on one buffer still frees the others; the first error is returned)
+// or, ignoring errors, in its destructor. The backend must outlive it.
+//
+// Thread safety: none; one owner (the engine's sequence, or a restore
+// pipeline until its completion) uses a state at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "auxstore/blob_codecs.h"
+#include "auxstore/geometry.h"
+#include "auxstore/gpu_backend.h"
+#include "auxstore/status.h"
+
+namespace auxstore {
+
+// A contiguous blob range and the device range it maps to.
+struct BlobSegment {
+  uint64_t blob_offset = 0;
+  uint64_t bytes = 0;
+  DevicePtr device = kNullDevicePtr;
+  uint64_t device_offset = 0;
+};
+
+// What a checked blob restores: its size, where its bytes go, and the
+// counters to set when the restore commits.
+struct RestorePlan {
+  uint64_t blob_bytes = 0;
+  std::vector<BlobSegment> segments;  // ascending, non-overlapping blob ranges
+  uint64_t count = 0;                 // QSA ingested / DSA len / opaque bytes
+  uint64_t pooled = 0;                // QSA only
+};
+
+// What a snapshot of the state's current counters holds: the blob header
+// (written by the host) and the device ranges that fill the rest.
+struct SnapshotPlan {
+  uint64_t blob_bytes = 0;
+  std::vector<uint8_t> header;
+  std::vector<BlobSegment> segments;
+};
+
+// A sequence state a snapshot can be taken from and a blob restored into.
+class SeqState {
+ public:
+  virtual ~SeqState() = default;
+  SeqState(const SeqState&) = delete;
+  SeqState& operator=(const SeqState&) = delete;
+
+  virtual Kind kind() const = 0;
+  // True when no row is reachable (counters zero): what a restore targets.
+  virtual bool fresh() const = 0;
+  // Bytes of a blob's head PlanRestore needs (its header).
+  virtual size_t head_bytes() const = 0;
+
+  // Checks a blob from its head and total size against this state, in the
+  // seed's order; touches nothing.
+  virtual Result<RestorePlan> PlanRestore(ByteSpan head, uint64_t blob_size) const = 0;
+  // After every segment's copy is enqueued on `stream`: enqueues what must
+  // follow (QSA: the re-pool). Visible state does not change.
+  virtual Status FinishRestore(const RestorePlan& plan, StreamHandle stream) = 0;
+  // Sets the counters from the plan. Call only after FinishRestore succeeded.
+  virtual void CommitRestore(const RestorePlan& plan) = 0;
+
+  virtual Result<SnapshotPlan> PlanSnapshot() const = 0;
+
+  // The blob of the current state, D2H on `stream` (after its earlier work).
+  virtual Result<std::vector<uint8_t>> Snapshot(StreamHandle stream) const = 0;
+  // Restores a whole blob: PlanRestore, the copies, FinishRestore,
+  // CommitRestore. `blob` must stay valid until the stream passes the copies.
+  Status Restore(ByteSpan blob, StreamHandle stream);
+
+  virtual Status Release() = 0;
+
+  GpuBackend& backend() const { return *gpu_; }
+
+ protected:
+  explicit SeqState(GpuBackend& gpu) : gpu_(&gpu) {}
+
+  GpuBackend* gpu_;
+};
+
+// The layer-owned QSA weights (hd bf16 each), owned by the caller.
+struct QsaLayer {
+  QsaGeometry geometry;
+  DevicePtr k_pool_k = kNullDevicePtr;
+  DevicePtr k_norm_w = kNullDevicePtr;
+};
+
+// QSA indexer carry (seed 000/002): raw keys [max_tokens][hd] and block keys
+// [max_tokens/ratio][hd], bf16; counters ingested and pooled.
+class QsaSeqState final : public SeqState {
+ public:
+  static Result<std::unique_ptr<QsaSeqState>> Create(GpuBackend& gpu, const QsaLayer& layer);
+  ~QsaSeqState() override;
+
+  Kind kind() const override { return Kind::kQsa; }
+  bool fresh() const override { return ingested_ == 0 && pooled_ == 0; }
+  size_t head_bytes() const override { return kQsaHeaderBytes; }
+  Result<RestorePlan> PlanRestore(ByteSpan head, uint64_t blob_size) const override;
+  Status FinishRestore(const RestorePlan& plan, StreamHandle stream) override;
+  void CommitRestore(const RestorePlan& plan) override;
+  Result<SnapshotPlan> PlanSnapshot() const override;
+  Result<std::vector<uint8_t>> Snapshot(StreamHandle stream) const override;
+  Status Release() override;
+
+  // The ingest path reports what it wrote (checked like a blob header).
+  Status SetCounters(uint64_t ingested, uint64_t pooled);
+
+  uint64_t ingested() const { return ingested_; }
+  uint64_t pooled() const { return pooled_; }
+  DevicePtr raw_keys() const { return raw_keys_; }
+  DevicePtr block_keys() const { return block_keys_; }
+  const QsaLayer& layer() const { return layer_; }
+
+ private:
+  QsaSeqState(GpuBackend& gpu, const QsaLayer& layer) : SeqState(gpu), layer_(layer) {}
+
+  QsaLayer layer_;
+  DevicePtr raw_keys_ = kNullDevicePtr;
+  DevicePtr block_keys_ = kNullDevicePtr;  // null when max_tokens < ratio
+  uint64_t ingested_ = 0;
+  uint64_t pooled_ = 0;
+};
+
+// DSA indexer cache (seed 001): k_normed and gate [capacity][d] bf16, valid
+// [capacity] u8; the cursor `len`.
+class DsaSeqState final : public SeqState {
+ public:
+  static Result<std::unique_ptr<DsaSeqState>> Create(GpuBackend& gpu, const DsaGeometry& geo);
+  ~DsaSeqState() override;
+
+  Kind kind() const override { return Kind::kDsa; }
+  bool fresh() const override { return len_ == 0; }
+  size_t head_bytes() const override { return kDsaHeaderBytes; }
+  Result<RestorePlan> PlanRestore(ByteSpan head, uint64_t blob_size) const override;
+  Status FinishRestore(const RestorePlan& plan, StreamHandle stream) override;
+  void CommitRestore(const RestorePlan& plan) override;
+  Result<SnapshotPlan> PlanSnapshot() const override;
+  Result<std::vector<uint8_t>> Snapshot(StreamHandle stream) const override;
+  Status Release() override;
+
+  Status SetLen(uint64_t len);  // OutOfRange beyond capacity
+
+  uint64_t len() const { return len_; }
+  uint64_t capacity() const { return geo_.capacity; }
+  DevicePtr k_normed() const { return k_normed_; }
+  DevicePtr gate() const { return gate_; }
+  DevicePtr valid() const { return valid_; }
+
+ private:
+  DsaSeqState(GpuBackend& gpu, const DsaGeometry& geo) : SeqState(gpu), geo_(geo) {}
+
+  DsaGeometry geo_;
+  DevicePtr k_normed_ = kNullDevicePtr, gate_ = kNullDevicePtr, valid_ = kNullDevicePtr;
+  uint64_t len_ = 0;
+};
+
+// Any other per-layer state: `size` bytes restored byte-for-byte into a
+// device buffer of `capacity` bytes.
+class OpaqueSeqState final : public SeqState {
+ public:
+  static Result<std::unique_ptr<OpaqueSeqState>> Create(GpuBackend& gpu, uint64_t capacity);
+  ~OpaqueSeqState() override;
+
+  Kind kind() const override { return Kind::kOpaque; }
+  bool fresh() const override { return size_ == 0; }
+  size_t head_bytes() const override { return 0; }
+  Result<RestorePlan> PlanRestore(ByteSpan head, uint64_t blob_size) const override;
+  Status FinishRestore(const RestorePlan& plan, StreamHandle stream) override;
+  void CommitRestore(const RestorePlan& plan) override;
+  Result<SnapshotPlan> PlanSnapshot() const override;
+  Result<std::vector<uint8_t>> Snapshot(StreamHandle stream) const override;
+  Status Release() override;
+
+  Status SetSize(uint64_t size);  // OutOfRange beyond capacity
+
+  uint64_t size() const { return size_; }
+  uint64_t capacity() const { return capacity_; }
+  DevicePtr buffer() const { return buffer_; }
+
+ private:
+  OpaqueSeqState(GpuBackend& gpu, uint64_t capacity) : SeqState(gpu), capacity_(capacity) {}
+
+  uint64_t capacity_;
+  DevicePtr buffer_ = kNullDevicePtr;
+  uint64_t size_ = 0;
+};
+
+}  // namespace auxstore
