@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "format/byte_order.h"
@@ -66,7 +67,9 @@ Result<EnvelopeView> ParseHeader(ByteSpan value) {
   v.kind = static_cast<RecordKind>(h[5]);
   v.flags = GetLE16(h + 6);
   if (v.flags != 0) {
-    return Status::Corruption("record has unknown flags 0x" + std::to_string(v.flags));
+    char flags[8];
+    std::snprintf(flags, sizeof flags, "%04x", static_cast<unsigned>(v.flags));
+    return Status::Corruption(std::string("record has unknown flags 0x") + flags);
   }
   const uint64_t len = GetLE64(h + 8);
   const uint64_t have = value.size() - kEnvelopeHeaderBytes;

@@ -1,5 +1,7 @@
 #include "format/manifest.h"
 
+#include <algorithm>
+
 #include "format/byte_order.h"
 
 namespace auxstore {
@@ -39,9 +41,20 @@ Status Truncated() { return Status::Corruption("manifest truncated"); }
 
 }  // namespace
 
-uint32_t ChunkCount(uint64_t bytes, uint32_t chunk_bytes) {
+namespace {
+
+// The exact chunk count, in 64 bits: `bytes + chunk_bytes - 1` would wrap for
+// `bytes` near 2^64, and a u32 result would truncate for huge blobs.
+uint64_t ChunkCount64(uint64_t bytes, uint32_t chunk_bytes) {
   if (bytes == 0 || chunk_bytes == 0) return 1;
-  return static_cast<uint32_t>((bytes + chunk_bytes - 1) / chunk_bytes);
+  return (bytes - 1) / chunk_bytes + 1;
+}
+
+}  // namespace
+
+uint32_t ChunkCount(uint64_t bytes, uint32_t chunk_bytes) {
+  const uint64_t n = ChunkCount64(bytes, chunk_bytes);
+  return n > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(n);
 }
 
 std::string EncodeManifest(const Manifest& m) {
@@ -104,7 +117,7 @@ Result<Manifest> DecodeManifest(ByteSpan payload) {
     if (i > 0 && l.layer <= m.layers[i - 1].layer) {
       return Status::Corruption("manifest layers out of order at layer " + std::to_string(l.layer));
     }
-    if (l.chunks != ChunkCount(l.bytes, m.chunk_bytes)) {
+    if (l.chunks != ChunkCount64(l.bytes, m.chunk_bytes)) {
       return Status::Corruption("manifest layer " + std::to_string(l.layer) + " claims " +
                                 std::to_string(l.chunks) + " chunks for " +
                                 std::to_string(l.bytes) + " bytes");

@@ -29,6 +29,8 @@ std::string EncodeManifest(const Manifest& m);
 Result<Manifest> DecodeManifest(ByteSpan payload);
 
 // Chunks a blob of `bytes` is cut into at `chunk_bytes` (0 bytes -> 1 empty chunk).
+// Saturates at UINT32_MAX when the exact count does not fit a u32 chunk index
+// (such a blob cannot be stored; DecodeManifest compares the exact count).
 uint32_t ChunkCount(uint64_t bytes, uint32_t chunk_bytes);
 
 }  // namespace auxstore

@@ -85,6 +85,9 @@ std::vector<Prefix> PrefixHashes(std::span<const uint32_t> tokens, uint32_t bloc
   std::vector<Prefix> out;
   if (block_size == 0) return out;
   const size_t blocks = tokens.size() / block_size;
+  // No complete block: return before sizing `buf` by block_size, which may be
+  // up to 2^32 - 1 tokens (16 GiB) regardless of how few tokens were passed.
+  if (blocks == 0) return out;
   out.reserve(blocks);
   std::vector<uint8_t> buf(16 + size_t{block_size} * 4);
   uint8_t prev[16];
