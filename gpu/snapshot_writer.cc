@@ -1,0 +1,117 @@
+// GpuPipeline::Snapshot / Flush: D2H into the pinned arena on the engine's
+// stream, then a write-behind PutSnapshot on the Asio pool. Never blocks:
+// a full queue or arena sheds the snapshot.
+#include <boost/asio/post.hpp>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gpu/pipeline_core.h"
+
+namespace auxstore {
+
+namespace {
+
+struct SnapshotJob {
+  NamespaceId ns = 0;
+  Prefix prefix;
+  uint64_t token_count = 0;
+  std::vector<LayerBlob> layers;  // spans into `buffer`
+  uint8_t* buffer = nullptr;
+};
+
+void WriteSnapshot(GpuPipeline::Core& core, const SnapshotJob& job) {
+  Status st = core.store.PutSnapshot(job.ns, job.prefix, job.token_count, job.layers);
+  core.arena->Free(job.buffer);
+  std::lock_guard lock(core.mu);
+  if (st.ok()) {
+    ++core.stats.snapshots_written;
+  } else {
+    ++core.stats.snapshots_failed;
+    if (core.flush_error.ok()) core.flush_error = st.WithContext("snapshot write");
+  }
+  --core.snapshots_pending;
+  core.cv.notify_all();
+}
+
+}  // namespace
+
+Status GpuPipeline::Snapshot(NamespaceId ns, const Prefix& prefix, uint64_t token_count,
+                             const SnapshotSources& sources, StreamHandle stream) {
+  if (sources.empty()) return Status::InvalidArgument("snapshot: no layers");
+  std::vector<std::pair<uint32_t, SnapshotPlan>> plans;
+  uint64_t total = 0;
+  for (const auto& [index, state] : sources) {
+    if (state == nullptr) return Status::InvalidArgument("snapshot: null source state");
+    AUXSTORE_ASSIGN_OR_RETURN(SnapshotPlan plan, state->PlanSnapshot());
+    total += plan.blob_bytes;
+    plans.emplace_back(index, std::move(plan));
+  }
+  Core& core = *core_;
+  auto shed = [&core](std::string why) {
+    std::lock_guard lock(core.mu);
+    ++core.stats.snapshots_shed;
+    return Status::Capacity("snapshot shed: " + why);
+  };
+  {
+    std::lock_guard lock(core.mu);
+    if (core.snapshots_pending >= core.options.snapshot_queue) {
+      ++core.stats.snapshots_shed;
+      return Status::Capacity("snapshot shed: the write-behind queue is full");
+    }
+    ++core.snapshots_pending;  // reserved; undone below if the arena is full
+  }
+  auto unreserve = [&core] {
+    std::lock_guard lock(core.mu);
+    --core.snapshots_pending;
+    core.cv.notify_all();
+  };
+  uint8_t* buffer = core.arena->TryAllocate(total);
+  if (buffer == nullptr) {
+    unreserve();
+    return shed("no room in the pinned snapshot arena for " + std::to_string(total) + " bytes");
+  }
+
+  auto job = std::make_shared<SnapshotJob>();
+  job->ns = ns;
+  job->prefix = prefix;
+  job->token_count = token_count;
+  job->buffer = buffer;
+  Status st;
+  uint64_t off = 0;
+  for (const auto& [index, plan] : plans) {
+    uint8_t* blob = buffer + off;
+    std::memcpy(blob, plan.header.data(), plan.header.size());
+    for (const BlobSegment& seg : plan.segments) {
+      st = core.gpu.CopyD2HAsync(seg.device, seg.device_offset, {blob + seg.blob_offset, seg.bytes},
+                                 stream);
+      if (!st.ok()) break;
+    }
+    if (!st.ok()) break;
+    job->layers.push_back(LayerBlob{index, sources.at(index)->kind(), {blob, plan.blob_bytes}});
+    off += plan.blob_bytes;
+  }
+  if (st.ok()) {
+    Core* c = &core;
+    st = core.gpu.LaunchHostFunc(
+        stream, [c, job] { boost::asio::post(c->pool, [c, job] { WriteSnapshot(*c, *job); }); });
+    if (st.ok()) {
+      std::lock_guard lock(core.mu);
+      ++core.stats.snapshots_accepted;
+      return Status::Ok();
+    }
+  }
+  // Copies may already be enqueued into the buffer: free it only after them.
+  (void)core.gpu.Synchronize(stream);
+  core.arena->Free(buffer);
+  unreserve();
+  return st.WithContext("snapshot");
+}
+
+Status GpuPipeline::Flush() {
+  std::unique_lock lock(core_->mu);
+  core_->cv.wait(lock, [&] { return core_->snapshots_pending == 0; });
+  return std::exchange(core_->flush_error, Status::Ok());
+}
+
+}  // namespace auxstore

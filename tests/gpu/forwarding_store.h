@@ -1,0 +1,103 @@
+// A Store that forwards to a real one, with injectable faults and a gate
+// that holds writes, for pipeline tests.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+
+#include "auxstore/store.h"
+
+namespace auxstore::testing {
+
+class ForwardingStore final : public Store {
+ public:
+  explicit ForwardingStore(Store& inner) : in_(inner) {}
+
+  // ReadChunkInto of (layer, chunk) returns Corruption.
+  std::optional<std::pair<uint32_t, uint32_t>> corrupt_chunk;
+  // GetManifest reports a wrong whole-blob hash for this layer.
+  std::optional<uint32_t> wrong_hash_layer;
+  std::atomic<int> quarantines{0}, chunk_reads{0};
+
+  // While closed, PutSnapshot waits.
+  void CloseGate() {
+    std::lock_guard l(mu_);
+    gate_open_ = false;
+  }
+  void OpenGate() {
+    {
+      std::lock_guard l(mu_);
+      gate_open_ = true;
+    }
+    cv_.notify_all();
+  }
+
+  Result<NamespaceId> RegisterNamespace(const NamespaceSpec& s) override {
+    return in_.RegisterNamespace(s);
+  }
+  Result<NamespaceSpec> GetNamespace(NamespaceId ns) override { return in_.GetNamespace(ns); }
+  Result<std::vector<std::pair<NamespaceId, NamespaceSpec>>> ListNamespaces() override {
+    return in_.ListNamespaces();
+  }
+  Status PutSnapshot(NamespaceId ns, const Prefix& p, uint64_t tokens,
+                     std::span<const LayerBlob> layers, const PutOptions& put) override {
+    {
+      std::unique_lock l(mu_);
+      cv_.wait(l, [&] { return gate_open_; });
+    }
+    return in_.PutSnapshot(ns, p, tokens, layers, put);
+  }
+  Result<Manifest> GetManifest(NamespaceId ns, const Prefix& p) override {
+    auto m = in_.GetManifest(ns, p);
+    if (m.ok() && wrong_hash_layer) {
+      for (auto& l : m->layers)
+        if (l.layer == *wrong_hash_layer) l.xxh3 ^= 1;
+    }
+    return m;
+  }
+  Status ReadLayer(NamespaceId ns, const Prefix& p, uint32_t layer,
+                   const ChunkSink& sink) override {
+    return in_.ReadLayer(ns, p, layer, sink);
+  }
+  Result<std::vector<uint8_t>> GetLayer(NamespaceId ns, const Prefix& p, uint32_t l) override {
+    return in_.GetLayer(ns, p, l);
+  }
+  Status ReadChunkInto(NamespaceId ns, const Prefix& p, const Manifest& m, uint32_t layer,
+                       uint32_t chunk, std::span<uint8_t> dst) override {
+    ++chunk_reads;
+    if (corrupt_chunk && *corrupt_chunk == std::make_pair(layer, chunk)) {
+      return Status::Corruption("injected chunk corruption");
+    }
+    return in_.ReadChunkInto(ns, p, m, layer, chunk, dst);
+  }
+  Status Quarantine(NamespaceId ns, const Prefix& p, const Status& why) override {
+    ++quarantines;
+    return in_.Quarantine(ns, p, why);
+  }
+  Result<std::optional<size_t>> LongestPrefix(NamespaceId ns, std::span<const Prefix> c) override {
+    return in_.LongestPrefix(ns, c);
+  }
+  Result<std::optional<TokenMatch>> LongestPrefixForTokens(NamespaceId ns,
+                                                           std::span<const uint32_t> t, uint32_t bs,
+                                                           uint64_t salt) override {
+    return in_.LongestPrefixForTokens(ns, t, bs, salt);
+  }
+  Status Erase(NamespaceId ns, const Prefix& p) override { return in_.Erase(ns, p); }
+  Status List(std::optional<NamespaceId> ns,
+              const std::function<bool(const SnapshotInfo&)>& visit) override {
+    return in_.List(ns, visit);
+  }
+  StoreStats Stats() override { return in_.Stats(); }
+  Status Flush() override { return in_.Flush(); }
+  Status RunMaintenance() override { return in_.RunMaintenance(); }
+
+ private:
+  Store& in_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool gate_open_ = true;
+};
+
+}  // namespace auxstore::testing

@@ -1,0 +1,218 @@
+// Restore and snapshot pipelines against a real store on the host backend.
+#include <gtest/gtest.h>
+
+#include "tests/gpu/pipeline_fixture.h"
+
+namespace auxstore {
+namespace {
+
+using testing::PipelineFixture;
+using testing::PrefixFromSeed;
+using testing::Sequence;
+
+class PipelineTest : public PipelineFixture {
+ protected:
+  // Snapshots `src` under `prefix` through the pipeline and waits for it.
+  void Put(GpuPipeline& p, const Sequence& src, const Prefix& prefix) {
+    ASSERT_TRUE(p.Snapshot(ns_, prefix, 301, src.sources(), stream_).ok());
+    ASSERT_TRUE(p.Flush().ok());
+  }
+};
+
+TEST_F(PipelineTest, SnapshotThenRestoreIsBitExactIncludingRepool) {
+  auto p = MakePipeline();
+  Sequence src = Filled(1);
+  const Prefix prefix = PrefixFromSeed(1);
+  Put(*p, src, prefix);
+  auto m = store_->GetManifest(ns_, prefix);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->layers.size(), 4u);
+  EXPECT_GT(m->layers[0].chunks, 5u) << "QSA layer spans many chunks";
+
+  Sequence dst = Fresh();
+  Status st = p->Restore(ns_, prefix, dst.targets(), stream_).get();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ExpectSame(src, dst);
+  EXPECT_EQ(static_cast<QsaSeqState&>(*dst.layers[0]).pooled(), 301u / 8);
+  auto stats = p->stats();
+  EXPECT_EQ(stats.restores_ok, 1u);
+  EXPECT_EQ(stats.snapshots_written, 1u);
+  EXPECT_GT(stats.staging_waits, 0u) << "3 staging buffers bound a multi-chunk restore";
+}
+
+TEST_F(PipelineTest, RestoreCallbackForm) {
+  auto p = MakePipeline();
+  Sequence src = Filled(2);
+  Put(*p, src, PrefixFromSeed(2));
+  Sequence dst = Fresh();
+  std::promise<Status> done;
+  p->Restore(ns_, PrefixFromSeed(2), dst.targets(), stream_,
+             [&](Status s) { done.set_value(std::move(s)); });
+  ASSERT_TRUE(done.get_future().get().ok());
+  ExpectSame(src, dst);
+}
+
+TEST_F(PipelineTest, EveryHeaderIsCheckedBeforeAnyUpload) {
+  auto p = MakePipeline();
+  Sequence src = Filled(3);
+  Put(*p, src, PrefixFromSeed(3));
+  // The DSA target holds fewer rows than the snapshot: layer 1 fails its
+  // check, so layer 0 (valid, checked first) must not have been uploaded.
+  Sequence dst = Fresh();
+  auto small = DsaSeqState::Create(gpu_, DsaGeometry{32, 50});
+  dst.layers[1] = std::move(*small);
+  gpu_.h2d_calls = 0;
+  Status st = p->Restore(ns_, PrefixFromSeed(3), dst.targets(), stream_).get();
+  EXPECT_EQ(st.code(), StatusCode::kOutOfRange) << st.ToString();
+  EXPECT_EQ(gpu_.h2d_calls.load(), 0) << "no upload before every header passed";
+  EXPECT_TRUE(dst.all_fresh());
+  // Nothing was quarantined: a geometry mismatch is not corruption.
+  EXPECT_TRUE(store_->GetManifest(ns_, PrefixFromSeed(3)).ok());
+}
+
+TEST_F(PipelineTest, RefusalsLeaveEveryCounterUnchanged) {
+  auto p = MakePipeline();
+  Sequence src = Filled(4);
+  const Prefix prefix = PrefixFromSeed(4);
+  Put(*p, src, prefix);
+
+  Sequence dst = Fresh();
+  EXPECT_TRUE(p->Restore(ns_, PrefixFromSeed(999), dst.targets(), stream_).get().IsNotFound());
+  EXPECT_EQ(p->Restore(ns_ + 1, prefix, dst.targets(), stream_).get().code(),
+            StatusCode::kNotFound);
+  // A layer the snapshot lacks.
+  auto extra = OpaqueSeqState::Create(gpu_, 10);
+  auto targets = dst.targets();
+  targets[77] = extra->get();
+  EXPECT_TRUE(p->Restore(ns_, prefix, targets, stream_).get().IsNotFound());
+  // Kind mismatch: an opaque target for the QSA layer.
+  targets = dst.targets();
+  targets[0] = extra->get();
+  EXPECT_TRUE(p->Restore(ns_, prefix, targets, stream_).get().IsInvalidArgument());
+  // A null target, and no targets.
+  targets = dst.targets();
+  targets[1] = nullptr;
+  EXPECT_TRUE(p->Restore(ns_, prefix, targets, stream_).get().IsInvalidArgument());
+  EXPECT_TRUE(p->Restore(ns_, prefix, {}, stream_).get().IsInvalidArgument());
+  EXPECT_TRUE(dst.all_fresh());
+
+  // A non-fresh target is refused, and keeps its counters.
+  Sequence used = Filled(5);
+  Status st = p->Restore(ns_, prefix, used.targets(), stream_).get();
+  EXPECT_TRUE(st.IsInvalidArgument()) << st.ToString();
+  EXPECT_EQ(static_cast<QsaSeqState&>(*used.layers[0]).ingested(), 301u);
+
+  // A failing upload and a failing re-pool launch.
+  gpu_.h2d_calls = 0;
+  gpu_.fail_h2d_at = 3;
+  EXPECT_FALSE(p->Restore(ns_, prefix, dst.targets(), stream_).get().ok());
+  gpu_.fail_h2d_at = -1;
+  EXPECT_TRUE(dst.all_fresh());
+  gpu_.fail_pool = true;
+  st = p->Restore(ns_, prefix, dst.targets(), stream_).get();
+  EXPECT_FALSE(st.ok());
+  gpu_.fail_pool = false;
+  EXPECT_TRUE(dst.all_fresh()) << "a failed re-pool moves no layer's counter";
+  EXPECT_EQ(store_->quarantines.load(), 0);
+  // The snapshot is still intact and restorable.
+  ASSERT_TRUE(p->Restore(ns_, prefix, dst.targets(), stream_).get().ok());
+  ExpectSame(src, dst);
+  EXPECT_EQ(p->stats().restores_ok, 1u);
+}
+
+TEST_F(PipelineTest, CorruptChunkFailsAndQuarantines) {
+  auto p = MakePipeline();
+  Sequence src = Filled(6);
+  Put(*p, src, PrefixFromSeed(6));
+  store_->corrupt_chunk = std::make_pair(0u, 4u);
+  Sequence dst = Fresh();
+  Status st = p->Restore(ns_, PrefixFromSeed(6), dst.targets(), stream_).get();
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_TRUE(dst.all_fresh());
+  EXPECT_GE(store_->quarantines.load(), 1);
+  EXPECT_TRUE(store_->GetManifest(ns_, PrefixFromSeed(6)).status().IsNotFound());
+}
+
+TEST_F(PipelineTest, WholeBlobHashMismatchFailsAndQuarantines) {
+  auto p = MakePipeline();
+  Sequence src = Filled(7);
+  Put(*p, src, PrefixFromSeed(7));
+  store_->wrong_hash_layer = 1;  // the DSA layer, after QSA layer 0 streamed fine
+  Sequence dst = Fresh();
+  Status st = p->Restore(ns_, PrefixFromSeed(7), dst.targets(), stream_).get();
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_TRUE(dst.all_fresh()) << "layer 0 was uploaded but its counters never moved";
+  EXPECT_EQ(store_->quarantines.load(), 1);
+}
+
+TEST_F(PipelineTest, SnapshotsAreShedWhenTheQueueIsFull) {
+  PipelineOptions o;
+  o.staging_buffers = 2;
+  o.staging_bytes = 4096;
+  o.snapshot_queue = 2;
+  o.snapshot_bytes = 1 << 20;
+  auto p = MakePipeline(o);
+  Sequence src = Filled(8);
+  store_->CloseGate();  // the store falls behind
+  EXPECT_TRUE(p->Snapshot(ns_, PrefixFromSeed(80), 1, src.sources(), stream_).ok());
+  EXPECT_TRUE(p->Snapshot(ns_, PrefixFromSeed(81), 1, src.sources(), stream_).ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  Status shed = p->Snapshot(ns_, PrefixFromSeed(82), 1, src.sources(), stream_);
+  EXPECT_EQ(shed.code(), StatusCode::kCapacity) << shed.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(100))
+      << "shedding never blocks";
+  EXPECT_EQ(p->stats().snapshots_shed, 1u);
+  store_->OpenGate();
+  EXPECT_TRUE(p->Flush().ok());
+  auto s = p->stats();
+  EXPECT_EQ(s.snapshots_accepted, 2u);
+  EXPECT_EQ(s.snapshots_written, 2u);
+  EXPECT_TRUE(store_->GetManifest(ns_, PrefixFromSeed(80)).ok());
+  EXPECT_TRUE(store_->GetManifest(ns_, PrefixFromSeed(82)).status().IsNotFound());
+  // The queue is free again.
+  EXPECT_TRUE(p->Snapshot(ns_, PrefixFromSeed(83), 1, src.sources(), stream_).ok());
+  EXPECT_TRUE(p->Flush().ok());
+}
+
+TEST_F(PipelineTest, SnapshotsAreShedWhenThePinnedArenaIsFull) {
+  PipelineOptions o;
+  o.staging_buffers = 2;
+  o.staging_bytes = 4096;
+  o.snapshot_queue = 8;
+  o.snapshot_bytes = 80 * 1024;  // one snapshot (~57 KB) fits, two do not
+  auto p = MakePipeline(o);
+  Sequence src = Filled(9);
+  store_->CloseGate();
+  EXPECT_TRUE(p->Snapshot(ns_, PrefixFromSeed(90), 1, src.sources(), stream_).ok());
+  EXPECT_EQ(p->Snapshot(ns_, PrefixFromSeed(91), 1, src.sources(), stream_).code(),
+            StatusCode::kCapacity);
+  store_->OpenGate();
+  EXPECT_TRUE(p->Flush().ok());
+  EXPECT_EQ(p->stats().snapshots_shed, 1u);
+}
+
+TEST_F(PipelineTest, SnapshotWriteErrorsSurfaceInFlush) {
+  auto p = MakePipeline();
+  Sequence src = Filled(10);
+  // The store refuses a namespace it does not know: the write fails later.
+  EXPECT_TRUE(p->Snapshot(ns_ ^ 0x5555, PrefixFromSeed(10), 1, src.sources(), stream_).ok());
+  EXPECT_FALSE(p->Flush().ok());
+  EXPECT_TRUE(p->Flush().ok()) << "reported once";
+  EXPECT_EQ(p->stats().snapshots_failed, 1u);
+}
+
+TEST_F(PipelineTest, ChunksLargerThanStagingAreRefused) {
+  PipelineOptions o;
+  o.staging_buffers = 2;
+  o.staging_bytes = 1024;  // < the store's 4096-byte chunks
+  auto p = MakePipeline(o);
+  Sequence src = Filled(11);
+  Put(*p, src, PrefixFromSeed(11));
+  Sequence dst = Fresh();
+  EXPECT_TRUE(
+      p->Restore(ns_, PrefixFromSeed(11), dst.targets(), stream_).get().IsInvalidArgument());
+  EXPECT_TRUE(dst.all_fresh());
+}
+
+}  // namespace
+}  // namespace auxstore
