@@ -1,13 +1,16 @@
-# -DAUXSTORE_SANITIZE=address,undefined or =thread instruments everything we build.
+# -DAUXSTORE_SANITIZE=address,undefined or =thread instruments everything we
+# build from C/C++ (CUDA sources are left alone: nvcc does not take these flags).
 if(AUXSTORE_SANITIZE)
   if(AUXSTORE_SANITIZE MATCHES "thread" AND AUXSTORE_SANITIZE MATCHES "address")
     message(FATAL_ERROR "AUXSTORE_SANITIZE: thread cannot be combined with address")
   endif()
-  set(_san "-fsanitize=${AUXSTORE_SANITIZE}" -fno-omit-frame-pointer)
+  set(_san_flags "-fsanitize=${AUXSTORE_SANITIZE}" -fno-omit-frame-pointer)
   if(AUXSTORE_SANITIZE MATCHES "undefined")
-    list(APPEND _san -fno-sanitize-recover=undefined)
+    list(APPEND _san_flags -fno-sanitize-recover=undefined)
   endif()
-  add_compile_options($<$<COMPILE_LANGUAGE:CXX,C>:${_san}>)
-  add_link_options(${_san})
+  foreach(_flag IN LISTS _san_flags)
+    add_compile_options("$<$<COMPILE_LANGUAGE:CXX,C>:${_flag}>")
+  endforeach()
+  add_link_options("-fsanitize=${AUXSTORE_SANITIZE}")
   message(STATUS "auxstore: sanitizers ${AUXSTORE_SANITIZE}")
 endif()

@@ -24,7 +24,7 @@ ByteSpan Bytes(const rocksdb::Slice& s) {
 
 void DbStore::MaintenanceLoop() {
   LoadIndex();
-  if (options_.read_only) return;
+  if (options_.read_only || !options_.background_maintenance) return;
   (void)SweepIntents();  // orphans left by a crash before the last close
   for (int tick = 1;; ++tick) {
     {

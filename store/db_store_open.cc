@@ -51,7 +51,7 @@ Result<std::unique_ptr<Store>> DbStore::Open(const Options& options, const std::
     store->CloseDb();
     return s;
   }
-  if (options.background_maintenance) {
+  {  // loads the index; then, unless disabled, runs maintenance
     store->maint_thread_ = std::thread([raw = store.get()] { raw->MaintenanceLoop(); });
   }
   return std::unique_ptr<Store>(std::move(store));

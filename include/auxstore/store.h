@@ -52,7 +52,8 @@ struct Options {
   // Open even when the durable watermark shows committed snapshots were lost
   // (the loss is still reported in Stats::lost_commits_at_open).
   bool accept_data_loss = false;
-  // Background work (eviction, TTL, orphan sweep, recency persistence).
+  // Background work (eviction, TTL, orphan sweep, recency persistence). The
+  // snapshot index always loads in the background after open.
   bool background_maintenance = true;
 };
 
@@ -136,8 +137,9 @@ class Store {
   // Reads chunk `chunk` of a layer straight into `dst` (exactly that chunk's
   // size, ChunkSize()), verifying its envelope while copying. For pipelines
   // that stage chunks themselves (gpu/): they must hash the whole blob with
-  // BlobHasher and compare it with the manifest before committing anything,
-  // and call Quarantine on any Corruption.
+  // BlobHasher and compare it with the manifest before committing anything.
+  // A Corruption here has already quarantined the snapshot; a pipeline that
+  // finds a whole-blob mismatch calls Quarantine itself.
   virtual Status ReadChunkInto(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
                                uint32_t layer, uint32_t chunk, std::span<uint8_t> dst) = 0;
 
