@@ -31,7 +31,10 @@ int64_t NowUnixMs();
 
 class DbStore final : public Store {
  public:
-  static Result<std::unique_ptr<Store>> Open(const Options& options, const std::string& path);
+  // `fs`: the file system RocksDB runs on (null = the real one). Fault-
+  // injection tests pass their own; see store/open_on_file_system.h.
+  static Result<std::unique_ptr<Store>> Open(const Options& options, const std::string& path,
+                                             std::shared_ptr<rocksdb::FileSystem> fs = nullptr);
   ~DbStore() override;
 
   Result<NamespaceId> RegisterNamespace(const NamespaceSpec& spec) override;
@@ -61,7 +64,7 @@ class DbStore final : public Store {
   Status RunMaintenance() override;
 
  private:
-  DbStore(const Options& options, std::string path);
+  DbStore(const Options& options, std::string path, std::shared_ptr<rocksdb::FileSystem> fs);
 
   // ---- open (db_store_open.cc)
   Status OpenDb();

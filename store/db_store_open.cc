@@ -9,6 +9,7 @@
 #include "format/envelope.h"
 #include "store/db_store.h"
 #include "store/meta_keys.h"
+#include "store/open_on_file_system.h"
 #include "store/watermark.h"
 
 namespace auxstore {
@@ -36,16 +37,18 @@ int64_t NowUnixMs() {
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
-DbStore::DbStore(const Options& options, std::string path)
-    : options_(options), path_(std::move(path)), setup_(MakeRocksSetup()) {}
+DbStore::DbStore(const Options& options, std::string path,
+                 std::shared_ptr<rocksdb::FileSystem> fs)
+    : options_(options), path_(std::move(path)), setup_(MakeRocksSetup(std::move(fs))) {}
 
-Result<std::unique_ptr<Store>> DbStore::Open(const Options& options, const std::string& path) {
+Result<std::unique_ptr<Store>> DbStore::Open(const Options& options, const std::string& path,
+                                             std::shared_ptr<rocksdb::FileSystem> fs) {
   if (path.empty()) return Status::InvalidArgument("store path is empty");
   if (options.chunk_bytes == 0) return Status::InvalidArgument("Options.chunk_bytes is 0");
   if (options.chunk_bytes > (1u << 30)) {
     return Status::InvalidArgument("Options.chunk_bytes is over 1 GiB");
   }
-  std::unique_ptr<DbStore> store(new DbStore(options, path));
+  std::unique_ptr<DbStore> store(new DbStore(options, path, std::move(fs)));
   Status s = store->OpenDb();
   if (!s.ok()) {
     store->CloseDb();
@@ -214,3 +217,13 @@ Status DbStore::CheckWatermark(bool fresh) {
 
 }  // namespace store_internal
 }  // namespace auxstore
+
+namespace auxstore::store_internal {
+
+Result<std::unique_ptr<Store>> OpenStoreOnFileSystem(const Options& options,
+                                                     const std::string& path,
+                                                     std::shared_ptr<rocksdb::FileSystem> fs) {
+  return DbStore::Open(options, path, std::move(fs));
+}
+
+}  // namespace auxstore::store_internal

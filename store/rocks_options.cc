@@ -22,9 +22,10 @@ rocksdb::ColumnFamilyOptions BaseCfOptions() {
 
 }  // namespace
 
-RocksSetup MakeRocksSetup() {
+RocksSetup MakeRocksSetup(std::shared_ptr<rocksdb::FileSystem> base_fs) {
   RocksSetup s;
-  s.env = rocksdb::NewCompositeEnv(NewOwnerOnlyFileSystem(rocksdb::FileSystem::Default()));
+  if (!base_fs) base_fs = rocksdb::FileSystem::Default();
+  s.env = rocksdb::NewCompositeEnv(NewOwnerOnlyFileSystem(std::move(base_fs)));
 
   rocksdb::DBOptions& db = s.db;
   db.env = s.env.get();

@@ -9,6 +9,7 @@
 
 #include <rocksdb/db.h>
 #include <rocksdb/env.h>
+#include <rocksdb/file_system.h>
 #include <rocksdb/options.h>
 
 namespace auxstore::store_internal {
@@ -27,7 +28,9 @@ struct RocksSetup {
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs;  // indexed by CfIndex
 };
 
-RocksSetup MakeRocksSetup();
+// `base` is the file system under the owner-only wrapper (default: the
+// real one); tests pass a fault-injecting one.
+RocksSetup MakeRocksSetup(std::shared_ptr<rocksdb::FileSystem> base = nullptr);
 
 // Options for an SstFileWriter producing a records-family file for ingestion.
 rocksdb::Options RecordsSstWriterOptions(const RocksSetup& setup);

@@ -1,0 +1,1 @@
+# install rules and package config (cmake --install)
