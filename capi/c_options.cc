@@ -1,0 +1,88 @@
+// auxstore_options_t: creation and the validated setters.
+#include <new>
+
+#include "auxstore/c.h"
+#include "capi/c_errors.h"
+#include "capi/c_handles.h"
+
+using auxstore::Status;
+using auxstore::capi::Guard;
+using auxstore::capi::NotNull;
+
+namespace {
+
+// Runs `set` on the options after the NULL check.
+template <typename Set>
+int Setter(const char* fn, auxstore_options_t* o, char** errmsg, Set&& set) noexcept {
+  return Guard(fn, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNull(o, "options"));
+    return set(o->options);
+  });
+}
+
+Status Boolean(int v, const char* what, bool* out) {
+  if (v != 0 && v != 1) {
+    return Status::InvalidArgument(std::string(what) + " is " + std::to_string(v) +
+                                   ", must be 0 or 1");
+  }
+  *out = v == 1;
+  return Status::Ok();
+}
+
+}  // namespace
+
+extern "C" {
+
+auxstore_options_t* auxstore_options_create(void) {
+  return new (std::nothrow) auxstore_options_t();
+}
+
+void auxstore_options_destroy(auxstore_options_t* options) { delete options; }
+
+int auxstore_options_set_capacity_bytes(auxstore_options_t* o, uint64_t bytes, char** errmsg) {
+  return Setter(__func__, o, errmsg, [&](auxstore::Options& opt) {
+    opt.capacity_bytes = bytes;
+    return Status::Ok();
+  });
+}
+
+int auxstore_options_set_ttl_seconds(auxstore_options_t* o, uint64_t seconds, char** errmsg) {
+  return Setter(__func__, o, errmsg, [&](auxstore::Options& opt) {
+    opt.ttl_seconds = seconds;
+    return Status::Ok();
+  });
+}
+
+int auxstore_options_set_chunk_bytes(auxstore_options_t* o, uint32_t bytes, char** errmsg) {
+  return Setter(__func__, o, errmsg, [&](auxstore::Options& opt) {
+    if (bytes == 0) return Status::InvalidArgument("chunk bytes is 0, must be > 0");
+    opt.chunk_bytes = bytes;
+    return Status::Ok();
+  });
+}
+
+int auxstore_options_set_durability(auxstore_options_t* o, int durability, char** errmsg) {
+  return Setter(__func__, o, errmsg, [&](auxstore::Options& opt) {
+    if (durability != AUXSTORE_SYNC && durability != AUXSTORE_ASYNC) {
+      return Status::InvalidArgument("durability " + std::to_string(durability) +
+                                     " is neither AUXSTORE_SYNC (0) nor AUXSTORE_ASYNC (1)");
+    }
+    opt.durability = durability == AUXSTORE_SYNC ? auxstore::Durability::kSync
+                                                 : auxstore::Durability::kAsync;
+    return Status::Ok();
+  });
+}
+
+int auxstore_options_set_read_only(auxstore_options_t* o, int read_only, char** errmsg) {
+  return Setter(__func__, o, errmsg, [&](auxstore::Options& opt) {
+    return Boolean(read_only, "read_only", &opt.read_only);
+  });
+}
+
+int auxstore_options_set_create_if_missing(auxstore_options_t* o, int create, char** errmsg) {
+  return Setter(__func__, o, errmsg, [&](auxstore::Options& opt) {
+    return Boolean(create, "create_if_missing", &opt.create_if_missing);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,225 @@
+// The store half of the C ABI: open/close, namespaces, snapshots, lookups.
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "auxstore/c.h"
+#include "capi/c_convert.h"
+#include "capi/c_errors.h"
+#include "capi/c_handles.h"
+
+using auxstore::Kind;
+using auxstore::LayerBlob;
+using auxstore::Status;
+using auxstore::capi::CopyOut;
+using auxstore::capi::Guard;
+using auxstore::capi::NotNull;
+using auxstore::capi::ToPrefix;
+
+namespace {
+
+Status NotNullDb(const auxstore_t* db) { return NotNull(db, "db"); }
+
+// Checks the C layers (pointers, kinds) and views them as LayerBlobs; the
+// store checks the rest (geometry, unique indices).
+Status ToLayers(const auxstore_layer_t* layers, size_t n, std::vector<LayerBlob>* out) {
+  if (n > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(layers, "layers"));
+  out->reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auxstore_layer_t& l = layers[i];
+    const std::string at = "layers[" + std::to_string(i) + "]";
+    if (l.kind < AUXSTORE_KIND_QSA || l.kind > AUXSTORE_KIND_OPAQUE) {
+      return Status::InvalidArgument(at + ".kind is " + std::to_string(l.kind) +
+                                     ", not a known kind (1 QSA, 2 DSA, 3 opaque)");
+    }
+    if (l.data == nullptr && l.size > 0) {
+      return Status::InvalidArgument(at + ".data is NULL with size " + std::to_string(l.size));
+    }
+    out->push_back({l.layer, static_cast<Kind>(l.kind),
+                    {static_cast<const uint8_t*>(l.data), l.size}});
+  }
+  return Status::Ok();
+}
+
+Status Put(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], uint64_t token_count,
+           const uint8_t* digest, size_t n_layers, const auxstore_layer_t* layers) {
+  AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+  AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
+  std::vector<LayerBlob> blobs;
+  AUXSTORE_RETURN_IF_ERROR(ToLayers(layers, n_layers, &blobs));
+  auxstore::PutOptions put;
+  if (digest != nullptr) {
+    auxstore::TokenDigest d;
+    std::memcpy(d.bytes.data(), digest, 16);
+    put.token_digest = d;
+  }
+  return db->store->PutSnapshot(ns, ToPrefix(prefix), token_count, blobs, put);
+}
+
+}  // namespace
+
+extern "C" {
+
+int auxstore_open(const char* path, const auxstore_options_t* options, auxstore_t** out,
+                  char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNull(path, "path"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(out, "out"));
+    if (*path == '\0') return Status::InvalidArgument("path is empty");
+    auto db = std::make_unique<auxstore_t>();
+    db->options = options != nullptr ? options->options : auxstore::Options{};
+    auto store = auxstore::Store::Open(db->options, path);
+    if (!store.ok()) return store.status();
+    db->store = std::move(*store);
+    *out = db.release();
+    return Status::Ok();
+  });
+}
+
+void auxstore_close(auxstore_t* db) {
+  try {
+    delete db;
+  } catch (...) {  // a destructor that throws would terminate; keep it here
+  }
+}
+
+int auxstore_register_namespace(auxstore_t* db, const char* model_id,
+                                const auxstore_geometry_t* geometry, uint64_t* ns_out,
+                                char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(model_id, "model_id"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(geometry, "geometry"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(ns_out, "ns_out"));
+    auxstore::NamespaceSpec spec{model_id, auxstore::capi::ToQsa(*geometry),
+                                 auxstore::capi::ToDsa(*geometry)};
+    AUXSTORE_ASSIGN_OR_RETURN(*ns_out, db->store->RegisterNamespace(spec));
+    return Status::Ok();
+  });
+}
+
+int auxstore_put_snapshot(auxstore_t* db, uint64_t ns, const uint8_t prefix[16],
+                          uint64_t token_count, size_t n_layers, const auxstore_layer_t* layers,
+                          char** errmsg) {
+  return Guard(__func__, errmsg,
+               [&] { return Put(db, ns, prefix, token_count, nullptr, n_layers, layers); });
+}
+
+int auxstore_put_snapshot_with_digest(auxstore_t* db, uint64_t ns, const uint8_t prefix[16],
+                                      uint64_t token_count, const uint8_t token_digest[16],
+                                      size_t n_layers, const auxstore_layer_t* layers,
+                                      char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNull(token_digest, "token_digest"));
+    return Put(db, ns, prefix, token_count, token_digest, n_layers, layers);
+  });
+}
+
+int auxstore_longest_prefix(auxstore_t* db, uint64_t ns, const uint8_t (*candidates)[16],
+                            size_t n, size_t* found_index, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+    if (n > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(candidates, "candidates"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(found_index, "found_index"));
+    std::vector<auxstore::Prefix> prefixes;
+    prefixes.reserve(n);
+    for (size_t i = 0; i < n; ++i) prefixes.push_back(ToPrefix(candidates[i]));
+    AUXSTORE_ASSIGN_OR_RETURN(std::optional<size_t> found,
+                              db->store->LongestPrefix(ns, prefixes));
+    if (!found) {
+      return Status::NotFound("none of the " + std::to_string(n) + " candidates is stored");
+    }
+    *found_index = *found;
+    return Status::Ok();
+  });
+}
+
+int auxstore_longest_prefix_for_tokens(auxstore_t* db, uint64_t ns, const uint32_t* tokens,
+                                       size_t n_tokens, uint32_t block_size, uint64_t salt,
+                                       uint8_t prefix_out[16], uint64_t* tokens_out,
+                                       char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+    if (n_tokens > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(tokens, "tokens"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(prefix_out, "prefix_out"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(tokens_out, "tokens_out"));
+    if (block_size == 0) return Status::InvalidArgument("block_size is 0, must be > 0");
+    AUXSTORE_ASSIGN_OR_RETURN(
+        auto match, db->store->LongestPrefixForTokens(ns, {tokens, n_tokens}, block_size, salt));
+    if (!match) {
+      return Status::NotFound("no stored prefix of the " + std::to_string(n_tokens) + " tokens");
+    }
+    std::memcpy(prefix_out, match->prefix.bytes.data(), 16);
+    *tokens_out = match->tokens;
+    return Status::Ok();
+  });
+}
+
+int auxstore_get_manifest(auxstore_t* db, uint64_t ns, const uint8_t prefix[16],
+                          uint64_t* token_count, auxstore_layer_info_t* layers, size_t capacity,
+                          size_t* n_layers, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(token_count, "token_count"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(n_layers, "n_layers"));
+    if (capacity > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(layers, "layers"));
+    AUXSTORE_ASSIGN_OR_RETURN(auxstore::Manifest m, db->store->GetManifest(ns, ToPrefix(prefix)));
+    *n_layers = m.layers.size();
+    if (m.layers.size() > capacity) {
+      return Status::OutOfRange("the snapshot has " + std::to_string(m.layers.size()) +
+                                " layers, more than the capacity of " + std::to_string(capacity));
+    }
+    *token_count = m.token_count;
+    for (size_t i = 0; i < m.layers.size(); ++i) {
+      const auxstore::LayerEntry& e = m.layers[i];
+      layers[i] = {e.layer, static_cast<uint32_t>(e.kind), e.bytes, e.xxh3};
+    }
+    return Status::Ok();
+  });
+}
+
+int auxstore_get_layer(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], uint32_t layer,
+                       void** data, size_t* size, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(data, "data"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(size, "size"));
+    AUXSTORE_ASSIGN_OR_RETURN(auto blob, db->store->GetLayer(ns, ToPrefix(prefix), layer));
+    return CopyOut(blob.data(), blob.size(), data, size);
+  });
+}
+
+int auxstore_erase(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
+    return db->store->Erase(ns, ToPrefix(prefix));
+  });
+}
+
+int auxstore_flush(auxstore_t* db, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+    return db->store->Flush();
+  });
+}
+
+int auxstore_stats(auxstore_t* db, auxstore_stats_t* out, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(out, "out"));
+    const auxstore::StoreStats s = db->store->Stats();
+    *out = {s.snapshots,    s.payload_bytes,   s.hits,
+            s.misses,       s.puts,            s.duplicate_puts,
+            s.evictions,    s.expirations,     s.quarantines,
+            s.orphans_seen, s.orphans_removed, s.commit_seq,
+            s.durable_watermark, s.lost_commits_at_open,
+            s.index_ready ? 1 : 0, s.fenced ? 1 : 0};
+    return Status::Ok();
+  });
+}
+
+}  // extern "C"
