@@ -67,8 +67,8 @@ int auxstore_options_set_durability(auxstore_options_t* o, int durability, char*
       return Status::InvalidArgument("durability " + std::to_string(durability) +
                                      " is neither AUXSTORE_SYNC (0) nor AUXSTORE_ASYNC (1)");
     }
-    opt.durability = durability == AUXSTORE_SYNC ? auxstore::Durability::kSync
-                                                 : auxstore::Durability::kAsync;
+    opt.durability =
+        durability == AUXSTORE_SYNC ? auxstore::Durability::kSync : auxstore::Durability::kAsync;
     return Status::Ok();
   });
 }

@@ -25,8 +25,7 @@ int auxstore_prefix_hash(const uint32_t* tokens, size_t n_tokens, uint32_t block
     if (count > capacity) {
       return Status::OutOfRange(std::to_string(n_tokens) + " tokens at block size " +
                                 std::to_string(block_size) + " make " + std::to_string(count) +
-                                " prefixes, more than the capacity of " +
-                                std::to_string(capacity));
+                                " prefixes, more than the capacity of " + std::to_string(capacity));
     }
     const auto prefixes = auxstore::PrefixHashes({tokens, n_tokens}, block_size, salt);
     for (size_t i = 0; i < prefixes.size(); ++i) std::memcpy(out[i], prefixes[i].bytes.data(), 16);
@@ -34,8 +33,8 @@ int auxstore_prefix_hash(const uint32_t* tokens, size_t n_tokens, uint32_t block
   });
 }
 
-int auxstore_token_digest(const uint32_t* tokens, size_t n_tokens, uint64_t salt,
-                          uint8_t out[16], char** errmsg) {
+int auxstore_token_digest(const uint32_t* tokens, size_t n_tokens, uint64_t salt, uint8_t out[16],
+                          char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
     if (n_tokens > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(tokens, "tokens"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(out, "out"));

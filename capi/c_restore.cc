@@ -45,8 +45,8 @@ Status CheckRestore(const auxstore_pipeline_t* p, const uint8_t* prefix,
 
 extern "C" {
 
-int auxstore_pipeline_create(auxstore_t* db, auxstore_backend_t* backend,
-                             auxstore_pipeline_t** out, char** errmsg) {
+int auxstore_pipeline_create(auxstore_t* db, auxstore_backend_t* backend, auxstore_pipeline_t** out,
+                             char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
     AUXSTORE_RETURN_IF_ERROR(NotNull(db, "db"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(backend, "backend"));

@@ -85,8 +85,8 @@ const char* auxstore_backend_name(const auxstore_backend_t* backend) {
 }
 
 int auxstore_qsa_state_create(auxstore_backend_t* backend, const auxstore_geometry_t* geometry,
-                              const void* k_pool_k, const void* k_norm_w,
-                              auxstore_state_t** out, char** errmsg) {
+                              const void* k_pool_k, const void* k_norm_w, auxstore_state_t** out,
+                              char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
     AUXSTORE_RETURN_IF_ERROR(StateInputs(backend, out));
     AUXSTORE_RETURN_IF_ERROR(NotNull(geometry, "geometry"));
@@ -195,8 +195,8 @@ int auxstore_state_load(auxstore_state_t* state, const void* blob, size_t size, 
     if (!state->state->fresh()) {
       return Status::InvalidArgument("state is not fresh (load only into a new state)");
     }
-    AUXSTORE_RETURN_IF_ERROR(state->state->Restore({static_cast<const uint8_t*>(blob), size},
-                                                   auxstore::kDefaultStream));
+    AUXSTORE_RETURN_IF_ERROR(
+        state->state->Restore({static_cast<const uint8_t*>(blob), size}, auxstore::kDefaultStream));
     // The copies read `blob`: it is the caller's again only after this.
     return state->backend->gpu->Synchronize(auxstore::kDefaultStream);
   });
@@ -226,8 +226,8 @@ int auxstore_qsa_state_read_block_keys(const auxstore_state_t* state, void** dat
     const auto& q = static_cast<const auxstore::QsaSeqState&>(*state->state);
     std::vector<uint8_t> keys(q.pooled() * state->qsa_hd * 2);
     if (!keys.empty()) {
-      AUXSTORE_RETURN_IF_ERROR(state->backend->gpu->CopyD2HOnStream(q.block_keys(), 0, keys,
-                                                                    auxstore::kDefaultStream));
+      AUXSTORE_RETURN_IF_ERROR(
+          state->backend->gpu->CopyD2HOnStream(q.block_keys(), 0, keys, auxstore::kDefaultStream));
     }
     return CopyOut(keys.data(), keys.size(), data, size);
   });

@@ -36,8 +36,8 @@ Status ToLayers(const auxstore_layer_t* layers, size_t n, std::vector<LayerBlob>
     if (l.data == nullptr && l.size > 0) {
       return Status::InvalidArgument(at + ".data is NULL with size " + std::to_string(l.size));
     }
-    out->push_back({l.layer, static_cast<Kind>(l.kind),
-                    {static_cast<const uint8_t*>(l.data), l.size}});
+    out->push_back(
+        {l.layer, static_cast<Kind>(l.kind), {static_cast<const uint8_t*>(l.data), l.size}});
   }
   return Status::Ok();
 }
@@ -116,8 +116,8 @@ int auxstore_put_snapshot_with_digest(auxstore_t* db, uint64_t ns, const uint8_t
   });
 }
 
-int auxstore_longest_prefix(auxstore_t* db, uint64_t ns, const uint8_t (*candidates)[16],
-                            size_t n, size_t* found_index, char** errmsg) {
+int auxstore_longest_prefix(auxstore_t* db, uint64_t ns, const uint8_t (*candidates)[16], size_t n,
+                            size_t* found_index, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
     AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
     if (n > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(candidates, "candidates"));
@@ -125,8 +125,7 @@ int auxstore_longest_prefix(auxstore_t* db, uint64_t ns, const uint8_t (*candida
     std::vector<auxstore::Prefix> prefixes;
     prefixes.reserve(n);
     for (size_t i = 0; i < n; ++i) prefixes.push_back(ToPrefix(candidates[i]));
-    AUXSTORE_ASSIGN_OR_RETURN(std::optional<size_t> found,
-                              db->store->LongestPrefix(ns, prefixes));
+    AUXSTORE_ASSIGN_OR_RETURN(std::optional<size_t> found, db->store->LongestPrefix(ns, prefixes));
     if (!found) {
       return Status::NotFound("none of the " + std::to_string(n) + " candidates is stored");
     }
@@ -212,12 +211,22 @@ int auxstore_stats(auxstore_t* db, auxstore_stats_t* out, char** errmsg) {
     AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
     AUXSTORE_RETURN_IF_ERROR(NotNull(out, "out"));
     const auxstore::StoreStats s = db->store->Stats();
-    *out = {s.snapshots,    s.payload_bytes,   s.hits,
-            s.misses,       s.puts,            s.duplicate_puts,
-            s.evictions,    s.expirations,     s.quarantines,
-            s.orphans_seen, s.orphans_removed, s.commit_seq,
-            s.durable_watermark, s.lost_commits_at_open,
-            s.index_ready ? 1 : 0, s.fenced ? 1 : 0};
+    *out = {s.snapshots,
+            s.payload_bytes,
+            s.hits,
+            s.misses,
+            s.puts,
+            s.duplicate_puts,
+            s.evictions,
+            s.expirations,
+            s.quarantines,
+            s.orphans_seen,
+            s.orphans_removed,
+            s.commit_seq,
+            s.durable_watermark,
+            s.lost_commits_at_open,
+            s.index_ready ? 1 : 0,
+            s.fenced ? 1 : 0};
     return Status::Ok();
   });
 }

@@ -147,8 +147,8 @@ int auxstore_put_snapshot_with_digest(auxstore_t* db, uint64_t ns, const uint8_t
 /* The longest stored prefix among `n` candidates ordered shortest to
  * longest: AUXSTORE_OK with its index in *found_index, or AUXSTORE_NOT_FOUND
  * (with a message; *found_index untouched) when none is stored. */
-int auxstore_longest_prefix(auxstore_t* db, uint64_t ns, const uint8_t (*candidates)[16],
-                            size_t n, size_t* found_index, char** errmsg);
+int auxstore_longest_prefix(auxstore_t* db, uint64_t ns, const uint8_t (*candidates)[16], size_t n,
+                            size_t* found_index, char** errmsg);
 
 /* The longest stored prefix of `tokens` at every block boundary
  * (auxstore_prefix_hash with `block_size` and `salt`), token digest checked
@@ -156,8 +156,7 @@ int auxstore_longest_prefix(auxstore_t* db, uint64_t ns, const uint8_t (*candida
  * AUXSTORE_NOT_FOUND. */
 int auxstore_longest_prefix_for_tokens(auxstore_t* db, uint64_t ns, const uint32_t* tokens,
                                        size_t n_tokens, uint32_t block_size, uint64_t salt,
-                                       uint8_t prefix_out[16], uint64_t* tokens_out,
-                                       char** errmsg);
+                                       uint8_t prefix_out[16], uint64_t* tokens_out, char** errmsg);
 
 /* A stored snapshot's manifest: its token count and up to `capacity` layer
  * descriptions; *n_layers receives how many it has. AUXSTORE_OUT_OF_RANGE
@@ -189,8 +188,8 @@ int auxstore_prefix_hash(const uint32_t* tokens, size_t n_tokens, uint32_t block
                          uint64_t salt, uint8_t (*out)[16], size_t capacity, size_t* n_out,
                          char** errmsg);
 /* Digest of the exact token sequence (independent of the prefix hash). */
-int auxstore_token_digest(const uint32_t* tokens, size_t n_tokens, uint64_t salt,
-                          uint8_t out[16], char** errmsg);
+int auxstore_token_digest(const uint32_t* tokens, size_t n_tokens, uint64_t salt, uint8_t out[16],
+                          char** errmsg);
 
 /* ---- backends and device states ------------------------------------------------ */
 /* AUXSTORE_BACKEND_AUTO: CUDA when built and a device is present, else the
@@ -207,8 +206,8 @@ const char* auxstore_backend_name(const auxstore_backend_t* backend);
  * weights k_pool_k and k_norm_w (qsa_hd bf16 values each, host memory) are
  * copied to the device and owned by the state. */
 int auxstore_qsa_state_create(auxstore_backend_t* backend, const auxstore_geometry_t* geometry,
-                              const void* k_pool_k, const void* k_norm_w,
-                              auxstore_state_t** out, char** errmsg);
+                              const void* k_pool_k, const void* k_norm_w, auxstore_state_t** out,
+                              char** errmsg);
 /* A fresh DSA state (dsa_index_head_dim, dsa_capacity rows). */
 int auxstore_dsa_state_create(auxstore_backend_t* backend, const auxstore_geometry_t* geometry,
                               auxstore_state_t** out, char** errmsg);
@@ -238,8 +237,8 @@ int auxstore_qsa_state_read_block_keys(const auxstore_state_t* state, void** dat
 
 /* ---- restore pipeline ------------------------------------------------------------ */
 /* A restore pipeline over `db` and `backend` (both must outlive it). */
-int auxstore_pipeline_create(auxstore_t* db, auxstore_backend_t* backend,
-                             auxstore_pipeline_t** out, char** errmsg);
+int auxstore_pipeline_create(auxstore_t* db, auxstore_backend_t* backend, auxstore_pipeline_t** out,
+                             char** errmsg);
 /* Waits for running restores, then frees the pipeline. NULL is a no-op. */
 void auxstore_pipeline_destroy(auxstore_pipeline_t* pipeline);
 

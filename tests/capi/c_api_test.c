@@ -14,12 +14,12 @@
 
 static int g_failures = 0;
 
-#define CHECK(cond)                                                  \
-  do {                                                               \
-    if (!(cond)) {                                                   \
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
       fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++g_failures;                                                  \
-    }                                                                \
+      ++g_failures;                                                            \
+    }                                                                          \
   } while (0)
 
 /* The call returned `want`, with a message containing `needle`. Frees it. */
@@ -156,12 +156,12 @@ static void test_prefix_hash(void) {
   CHECK_ERR(auxstore_prefix_hash(tokens, 64, 16, 42, small, 2, &n, &err), AUXSTORE_OUT_OF_RANGE,
             "make 4 prefixes, more than the capacity of 2");
   CHECK(n == 4);
-  CHECK_ERR(auxstore_prefix_hash(tokens, 64, 0, 42, small, 2, &n, &err),
-            AUXSTORE_INVALID_ARGUMENT, "block_size is 0");
+  CHECK_ERR(auxstore_prefix_hash(tokens, 64, 0, 42, small, 2, &n, &err), AUXSTORE_INVALID_ARGUMENT,
+            "block_size is 0");
   CHECK_ERR(auxstore_prefix_hash(NULL, 64, 16, 42, small, 2, &n, &err), AUXSTORE_INVALID_ARGUMENT,
             "tokens is NULL");
-  CHECK_ERR(auxstore_prefix_hash(tokens, 64, 16, 42, NULL, 4, &n, &err),
-            AUXSTORE_INVALID_ARGUMENT, "out is NULL");
+  CHECK_ERR(auxstore_prefix_hash(tokens, 64, 16, 42, NULL, 4, &n, &err), AUXSTORE_INVALID_ARGUMENT,
+            "out is NULL");
   CHECK_ERR(auxstore_prefix_hash(tokens, 64, 16, 42, small, 2, NULL, &err),
             AUXSTORE_INVALID_ARGUMENT, "n_out is NULL");
   CHECK_OK(auxstore_prefix_hash(NULL, 0, 16, 42, NULL, 0, &n, &err));
@@ -258,8 +258,8 @@ static void test_snapshots(void) {
             AUXSTORE_INVALID_ARGUMENT, "layers[2].data is NULL with size 5000");
   memcpy(bad, layers, sizeof bad);
   bad[0].size -= 2; /* a truncated QSA blob */
-  CHECK_ERR(auxstore_put_snapshot(g_db, g_ns, g_prefixes[2], 48, 3, bad, &err),
-            AUXSTORE_CORRUPTION, "QSA aux blob size mismatch");
+  CHECK_ERR(auxstore_put_snapshot(g_db, g_ns, g_prefixes[2], 48, 3, bad, &err), AUXSTORE_CORRUPTION,
+            "QSA aux blob size mismatch");
   memcpy(bad, layers, sizeof bad);
   bad[1].layer = 0;
   CHECK(auxstore_put_snapshot(g_db, g_ns, g_prefixes[2], 48, 3, bad, &err) ==
@@ -269,21 +269,20 @@ static void test_snapshots(void) {
   err = NULL;
   CHECK_ERR(auxstore_put_snapshot(g_db, g_ns, g_prefixes[2], 48, 3, NULL, &err),
             AUXSTORE_INVALID_ARGUMENT, "layers is NULL");
-  CHECK_ERR(auxstore_put_snapshot(g_db, g_ns, NULL, 48, 3, layers, &err),
-            AUXSTORE_INVALID_ARGUMENT, "prefix is NULL");
+  CHECK_ERR(auxstore_put_snapshot(g_db, g_ns, NULL, 48, 3, layers, &err), AUXSTORE_INVALID_ARGUMENT,
+            "prefix is NULL");
   CHECK_ERR(auxstore_put_snapshot(NULL, g_ns, g_prefixes[2], 48, 3, layers, &err),
             AUXSTORE_INVALID_ARGUMENT, "db is NULL");
   CHECK_ERR(auxstore_put_snapshot(g_db, g_ns, g_prefixes[2], 48, 0, layers, &err),
             AUXSTORE_INVALID_ARGUMENT, "at least one layer");
-  CHECK_ERR(auxstore_put_snapshot_with_digest(g_db, g_ns, g_prefixes[2], 48, NULL, 3, layers,
-                                              &err),
+  CHECK_ERR(auxstore_put_snapshot_with_digest(g_db, g_ns, g_prefixes[2], 48, NULL, 3, layers, &err),
             AUXSTORE_INVALID_ARGUMENT, "token_digest is NULL");
   CHECK_ERR(auxstore_longest_prefix(g_db, g_ns, (const uint8_t(*)[16])g_prefixes, 4, &found, &err),
             AUXSTORE_NOT_FOUND, "none of the 4 candidates is stored");
   CHECK(found == 99);
 
-  CHECK_OK(auxstore_put_snapshot_with_digest(g_db, g_ns, g_prefixes[2], 48, digest, 3, layers,
-                                             &err));
+  CHECK_OK(
+      auxstore_put_snapshot_with_digest(g_db, g_ns, g_prefixes[2], 48, digest, 3, layers, &err));
   CHECK_OK(auxstore_put_snapshot(g_db, g_ns, g_prefixes[2], 48, 3, layers, &err)); /* no-op */
 
   /* Lookups. */
@@ -297,14 +296,14 @@ static void test_snapshots(void) {
             AUXSTORE_INVALID_ARGUMENT, "found_index is NULL");
   CHECK_ERR(auxstore_longest_prefix(g_db, g_ns, NULL, 0, &found, &err), AUXSTORE_NOT_FOUND,
             "none of the 0 candidates");
-  CHECK_OK(auxstore_longest_prefix_for_tokens(g_db, g_ns, g_tokens, 64, 16, 7, got_prefix,
-                                              &covered, &err));
+  CHECK_OK(auxstore_longest_prefix_for_tokens(g_db, g_ns, g_tokens, 64, 16, 7, got_prefix, &covered,
+                                              &err));
   CHECK(covered == 48 && memcmp(got_prefix, g_prefixes[2], 16) == 0);
   CHECK_ERR(auxstore_longest_prefix_for_tokens(g_db, g_ns, g_tokens, 64, 16, 8, got_prefix,
                                                &covered, &err),
             AUXSTORE_NOT_FOUND, "no stored prefix of the 64 tokens");
-  CHECK_ERR(auxstore_longest_prefix_for_tokens(g_db, g_ns, g_tokens, 64, 0, 7, got_prefix,
-                                               &covered, &err),
+  CHECK_ERR(auxstore_longest_prefix_for_tokens(g_db, g_ns, g_tokens, 64, 0, 7, got_prefix, &covered,
+                                               &err),
             AUXSTORE_INVALID_ARGUMENT, "block_size is 0");
 
   /* Manifest and layers, bit-exact. */
@@ -332,8 +331,7 @@ static void test_snapshots(void) {
   }
   void* data = NULL;
   size_t size = 0;
-  CHECK(auxstore_get_layer(g_db, g_ns, g_prefixes[2], 7, &data, &size, &err) ==
-        AUXSTORE_NOT_FOUND);
+  CHECK(auxstore_get_layer(g_db, g_ns, g_prefixes[2], 7, &data, &size, &err) == AUXSTORE_NOT_FOUND);
   CHECK(data == NULL && err != NULL);
   auxstore_free(err);
   err = NULL;
@@ -523,21 +521,21 @@ static void test_restore(void) {
   /* Refused up front: nothing starts. */
   CHECK_ERR(auxstore_restore_wait(p, g_ns, g_prefixes[2], t, 0, &err), AUXSTORE_INVALID_ARGUMENT,
             "no restore targets");
-  CHECK_ERR(auxstore_restore_wait(p, g_ns, g_prefixes[2], NULL, 3, &err),
-            AUXSTORE_INVALID_ARGUMENT, "targets is NULL");
-  CHECK_ERR(auxstore_restore_wait(NULL, g_ns, g_prefixes[2], t, 3, &err),
-            AUXSTORE_INVALID_ARGUMENT, "pipeline is NULL");
+  CHECK_ERR(auxstore_restore_wait(p, g_ns, g_prefixes[2], NULL, 3, &err), AUXSTORE_INVALID_ARGUMENT,
+            "targets is NULL");
+  CHECK_ERR(auxstore_restore_wait(NULL, g_ns, g_prefixes[2], t, 3, &err), AUXSTORE_INVALID_ARGUMENT,
+            "pipeline is NULL");
   CHECK_ERR(auxstore_restore_wait(p, g_ns, NULL, t, 3, &err), AUXSTORE_INVALID_ARGUMENT,
             "prefix is NULL");
   auxstore_restore_target_t dup[3];
   memcpy(dup, t, sizeof dup);
   dup[2].layer = 1;
-  CHECK_ERR(auxstore_restore_wait(p, g_ns, g_prefixes[2], dup, 3, &err),
-            AUXSTORE_INVALID_ARGUMENT, "targets[2].layer 1 repeats an earlier target's layer");
+  CHECK_ERR(auxstore_restore_wait(p, g_ns, g_prefixes[2], dup, 3, &err), AUXSTORE_INVALID_ARGUMENT,
+            "targets[2].layer 1 repeats an earlier target's layer");
   dup[2].layer = 2;
   dup[1].state = NULL;
-  CHECK_ERR(auxstore_restore_wait(p, g_ns, g_prefixes[2], dup, 3, &err),
-            AUXSTORE_INVALID_ARGUMENT, "targets[1].state is NULL");
+  CHECK_ERR(auxstore_restore_wait(p, g_ns, g_prefixes[2], dup, 3, &err), AUXSTORE_INVALID_ARGUMENT,
+            "targets[1].state is NULL");
   CHECK_ERR(auxstore_restore(p, g_ns, g_prefixes[2], t, 3, NULL, NULL, &err),
             AUXSTORE_INVALID_ARGUMENT, "done is NULL");
   /* Ends with an error, no counter moved. */
