@@ -1,5 +1,7 @@
 #include <cinttypes>
 #include <cstdio>
+#include <deque>
+#include <future>
 #include <memory>
 
 #include "auxstore/blob_hash.h"
@@ -146,13 +148,40 @@ Status DbStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
                             std::to_string(layer));
   }
   Touch(ns, prefix);
-  BlobHasher hasher;
-  for (uint32_t c = 0; c < entry->chunks; ++c) {
+  // Reads (and envelope checks) run up to kReadAhead chunks ahead on their
+  // own threads while this thread hashes and delivers: cold reads overlap
+  // the disk with the CPU work (shared/perf-notes.md: 0.80 -> 0.97 x raw).
+  constexpr uint32_t kReadAhead = 2;
+  struct Fetched {
+    Status status;
     rocksdb::PinnableSlice value;
     ByteSpan payload;
-    Status s = ReadVerifiedChunk(ns, prefix, *entry, m.chunk_bytes, c, &value, &payload);
+  };
+  auto fetch = [this, ns, prefix, entry, chunk_bytes = m.chunk_bytes](uint32_t c) {
+    auto f = std::make_unique<Fetched>();
+    f->status = ReadVerifiedChunk(ns, prefix, *entry, chunk_bytes, c, &f->value, &f->payload);
+    return f;
+  };
+  std::deque<std::future<std::unique_ptr<Fetched>>> ahead;
+  uint32_t next = 0;
+  auto refill = [&] {
+    while (next < entry->chunks && ahead.size() < kReadAhead) {
+      // The first chunk is read inline: small layers pay no thread start.
+      ahead.push_back(next == 0 ? std::async(std::launch::deferred, fetch, next)
+                                : std::async(std::launch::async, fetch, next));
+      ++next;
+    }
+  };
+  BlobHasher hasher;
+  Status result;
+  refill();
+  for (uint32_t c = 0; c < entry->chunks && result.ok(); ++c) {
+    std::unique_ptr<Fetched> f = ahead.front().get();
+    ahead.pop_front();
+    refill();
+    Status s = std::move(f->status);
     if (s.ok()) {
-      hasher.Update(payload);
+      hasher.Update(f->payload);
       // The last chunk goes out only once the whole blob's hash matches, so a
       // sink never completes a blob that is not the one the manifest names.
       if (c + 1 == entry->chunks && hasher.Digest() != entry->xxh3) {
@@ -162,11 +191,13 @@ Status DbStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
     }
     if (!s.ok()) {
       if (s.IsCorruption()) (void)Quarantine(ns, prefix, s);
-      return s;
+      result = s;
+      break;
     }
-    AUXSTORE_RETURN_IF_ERROR(sink(uint64_t{c} * m.chunk_bytes, payload));
+    result = sink(uint64_t{c} * m.chunk_bytes, f->payload);
   }
-  return Status::Ok();
+  for (auto& pending : ahead) pending.wait();  // they reference this frame
+  return result;
 }
 
 Result<std::vector<uint8_t>> DbStore::GetLayer(NamespaceId ns, const Prefix& prefix,

@@ -1,17 +1,20 @@
 #include "store/rocks_options.h"
 
 #include <rocksdb/file_system.h>
+#include <rocksdb/cache.h>
 #include <rocksdb/table.h>
 
+#include "store/buffer_pool_allocator.h"
 #include "store/owner_only_fs.h"
 #include "store/xxh3_file_checksum.h"
 
 namespace auxstore::store_internal {
 namespace {
 
-rocksdb::ColumnFamilyOptions BaseCfOptions() {
+rocksdb::ColumnFamilyOptions BaseCfOptions(std::shared_ptr<rocksdb::Cache> cache) {
   rocksdb::ColumnFamilyOptions cf;
   rocksdb::BlockBasedTableOptions t;
+  t.block_cache = std::move(cache);
   // XXH3 block checksums: hardware-speed, unlike the package's software CRC32c.
   t.checksum = rocksdb::kXXH3;
   auto factory = std::shared_ptr<rocksdb::TableFactory>(rocksdb::NewBlockBasedTableFactory(t));
@@ -48,7 +51,12 @@ RocksSetup MakeRocksSetup(std::shared_ptr<rocksdb::FileSystem> base_fs) {
   // the WAL only ever holds small snapshots and manifests.
   db.max_total_wal_size = 64u << 20;
 
-  rocksdb::ColumnFamilyOptions base = BaseCfOptions();
+  // A small cache for manifests and metadata; its allocator recycles the
+  // multi-MiB read buffers of chunk records, which bypass it (fill_cache off).
+  rocksdb::LRUCacheOptions cache;
+  cache.capacity = 32u << 20;
+  cache.memory_allocator = NewBufferPoolAllocator(64u << 20);
+  rocksdb::ColumnFamilyOptions base = BaseCfOptions(rocksdb::NewLRUCache(cache));
   rocksdb::ColumnFamilyOptions records = base;
   // Small snapshots reach the records family through the WAL; keep its
   // memtable modest so they flush soon and the WAL stays short.

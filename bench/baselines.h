@@ -1,0 +1,18 @@
+// The physical limits, measured in the same process as the contenders:
+// raw sequential write + fdatasync, raw sequential read with the page cache
+// dropped, single-thread memcpy, XXH3-64.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace auxstore::bench {
+
+// Each returns seconds for `bytes.size()` bytes. `file` is created/replaced.
+double RawWrite(const std::string& file, std::span<const uint8_t> bytes);
+double RawReadCold(const std::string& file, uint64_t bytes);
+double Memcpy(std::span<const uint8_t> src);
+double Xxh3(std::span<const uint8_t> src);
+
+}  // namespace auxstore::bench

@@ -1,0 +1,158 @@
+// auxstore_bench: auxstore against the physical limits and against
+// file-per-blob, all measured side by side in this one process on the same
+// bytes. Prints medians with [min, max] over --runs and the ratios; --json
+// for machines. See bench/RESULTS.md for the figures and the command.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <map>
+
+#include "bench/baselines.h"
+#include "bench/file_per_blob.h"
+#include "bench/measure.h"
+#include "bench/store_contender.h"
+#include "bench/workload.h"
+
+namespace auxstore::bench {
+namespace {
+
+struct Row {
+  std::string name;
+  Spread gbps;
+  double amplification = -1;
+};
+
+Spread Rate(const std::vector<double>& seconds, uint64_t bytes) {
+  std::vector<double> r;
+  for (double s : seconds) r.push_back(s > 0 ? bytes / s / 1e9 : 0);
+  return Summarize(r);
+}
+
+struct Config {
+  std::string dir = "/tmp/auxstore-bench";
+  uint64_t bytes = 256u << 20;
+  int runs = 3;
+  uint32_t realistic_tokens = 32768;
+  uint64_t manifests = 0;
+  uint32_t probes = 2000;
+  std::string only;
+  bool json = false;
+};
+
+nlohmann::json RunWorkload(const Config& c, const Workload& w) {
+  WorkloadData data(w);
+  const uint64_t n = w.total_bytes();
+  const std::string raw_file = c.dir + "/raw.bin";
+  FilePerBlob fpb(c.dir + "/file-per-blob");
+  StoreContender aux(c.dir + "/store");
+  std::map<std::string, std::vector<double>> t;
+  std::vector<double> wa_sync, wa_async;
+  for (int run = 0; run < c.runs; ++run) {
+    // Interleaved per run so drift on a shared machine hits every contender.
+    t["raw write+fdatasync"].push_back(RawWrite(raw_file, data.All()));
+    t["raw read (cold)"].push_back(RawReadCold(raw_file, n));
+    t["memcpy"].push_back(Memcpy(data.All()));
+    t["xxh3-64"].push_back(Xxh3(data.All()));
+    t["file-per-blob write"].push_back(fpb.Write(data));
+    t["file-per-blob read (cold)"].push_back(fpb.Read(data, true));
+    t["file-per-blob read (warm)"].push_back(fpb.Read(data, false));
+    WriteResult a = aux.Write(data, Durability::kAsync);
+    t["auxstore write async+flush"].push_back(a.seconds);
+    wa_async.push_back(a.amplification);
+    WriteResult s = aux.Write(data, Durability::kSync);
+    t["auxstore write sync"].push_back(s.seconds);
+    wa_sync.push_back(s.amplification);
+    t["auxstore read (cold)"].push_back(aux.ReadLayers(data, true));
+    t["auxstore read (warm)"].push_back(aux.ReadLayers(data, false));
+  }
+  std::filesystem::remove(raw_file);
+  auto g = [&](const std::string& k) { return Rate(t[k], n); };
+  auto ratio = [&](const std::string& a, const std::string& b) {
+    return g(a).median / g(b).median;
+  };
+  nlohmann::json j;
+  j["workload"] = w.name;
+  j["bytes"] = n;
+  j["runs"] = c.runs;
+  for (auto& [k, v] : t) {
+    Spread s = g(k);
+    j["gbps"][k] = {{"median", s.median}, {"min", s.min}, {"max", s.max}};
+  }
+  j["write_amplification"] = {{"sync", Summarize(wa_sync).median},
+                              {"async", Summarize(wa_async).median}};
+  j["ratios"] = {
+      {"sync write / raw write", ratio("auxstore write sync", "raw write+fdatasync")},
+      {"cold read / raw read", ratio("auxstore read (cold)", "raw read (cold)")},
+      {"warm read / memcpy", ratio("auxstore read (warm)", "memcpy")},
+      {"sync write / file-per-blob", ratio("auxstore write sync", "file-per-blob write")},
+      {"cold read / file-per-blob", ratio("auxstore read (cold)", "file-per-blob read (cold)")},
+      {"warm read / file-per-blob", ratio("auxstore read (warm)", "file-per-blob read (warm)")},
+  };
+  return j;
+}
+
+void PrintWorkload(const nlohmann::json& j) {
+  std::printf("\n## %s — %.0f MiB, median [min, max] of %d runs\n\n",
+              j["workload"].get<std::string>().c_str(), j["bytes"].get<double>() / 1048576.0,
+              j["runs"].get<int>());
+  std::printf("| contender | GB/s |\n| --- | --- |\n");
+  for (auto& [k, v] : j["gbps"].items()) {
+    std::printf("| %s | %.2f [%.2f, %.2f] |\n", k.c_str(), v["median"].get<double>(),
+                v["min"].get<double>(), v["max"].get<double>());
+  }
+  std::printf("\nwrite amplification: sync %.3f, async %.3f\n\n| ratio | median |\n| --- | --- |\n",
+              j["write_amplification"]["sync"].get<double>(),
+              j["write_amplification"]["async"].get<double>());
+  for (auto& [k, v] : j["ratios"].items()) std::printf("| %s | %.2f |\n", k.c_str(), v.get<double>());
+}
+
+int Main(int argc, char** argv) {
+  Config c;
+  CLI::App app{"auxstore benchmarks: ratios against raw I/O, memcpy and file-per-blob"};
+  app.add_option("--dir", c.dir, "scratch directory (on the disk to measure)");
+  app.add_option("--bytes", c.bytes, "payload bytes per workload");
+  app.add_option("--runs", c.runs, "repetitions (median reported)")->check(CLI::Range(1, 50));
+  app.add_option("--realistic-tokens", c.realistic_tokens, "tokens of the realistic snapshot");
+  app.add_option("--only", c.only, "run only workloads whose name contains this");
+  app.add_option("--manifests", c.manifests,
+                 "also measure open time and LongestPrefix with this many snapshots stored");
+  app.add_option("--probes", c.probes, "LongestPrefix calls to time");
+  app.add_flag("--json", c.json, "print JSON instead of tables");
+  CLI11_PARSE(app, argc, argv);
+
+  std::filesystem::create_directories(c.dir);
+  nlohmann::json out;
+  out["command"] = [&] {
+    std::string s;
+    for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
+    return s;
+  }();
+  for (const Workload& w : StandardWorkloads(c.bytes, c.realistic_tokens)) {
+    if (!c.only.empty() && w.name.find(c.only) == std::string::npos) continue;
+    out["workloads"].push_back(RunWorkload(c, w));
+    if (!c.json) PrintWorkload(out["workloads"].back());
+  }
+  if (c.manifests) {
+    IndexFigures f = MeasureIndex(c.dir + "/index", c.manifests, c.probes);
+    out["index"] = {{"manifests", f.manifests},
+                    {"open_ms", f.open_ms},
+                    {"longest_prefix_p50_us", f.longest_p50_us},
+                    {"longest_prefix_p99_us", f.longest_p99_us}};
+    if (!c.json) {
+      std::printf("\n## index: %llu snapshots stored\n\nopen %.1f ms; LongestPrefix over 64 "
+                  "candidates p50 %.1f us, p99 %.1f us\n",
+                  (unsigned long long)f.manifests, f.open_ms, f.longest_p50_us, f.longest_p99_us);
+    }
+  }
+  if (c.json) std::printf("%s\n", out.dump(2).c_str());
+  std::filesystem::remove_all(c.dir);
+  return 0;
+}
+
+}  // namespace
+}  // namespace auxstore::bench
+
+int main(int argc, char** argv) { return auxstore::bench::Main(argc, argv); }

@@ -1,0 +1,46 @@
+// Measurement helpers for the benchmarks: timing, medians, process I/O
+// counters, page-cache eviction, resident memory.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace auxstore::bench {
+
+class Stopwatch {
+ public:
+  Stopwatch() : start_(std::chrono::steady_clock::now()) {}
+  double Seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
+struct Spread {
+  double median = 0, min = 0, max = 0;
+};
+Spread Summarize(std::vector<double> samples);
+double Percentile(std::vector<double> samples, double p);  // p in [0, 100]
+
+// Bytes this process (all threads) caused to be written to / read from
+// storage so far (/proc/self/io write_bytes, read_bytes).
+uint64_t ProcessWriteBytes();
+uint64_t ProcessReadBytes();
+
+// Drops the page cache of every regular file under `path` (file or dir):
+// the next read comes from the disk. Files must be clean (synced).
+void DropPageCache(const std::string& path);
+
+// Peak resident set size of this process so far (VmHWM), and a reset of it
+// (writes 5 to /proc/self/clear_refs; returns false where not permitted).
+uint64_t PeakRssBytes();
+bool ResetPeakRss();
+
+// Fills with pseudo-random bytes (incompressible, cheap to generate).
+void FillRandom(uint8_t* p, size_t n, uint64_t seed);
+
+}  // namespace auxstore::bench
