@@ -1,0 +1,398 @@
+#include "tools/cli/commands.h"
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "tools/cli/compact.h"
+#include "tools/cli/export_import.h"
+#include "tools/cli/inspect.h"
+#include "tools/cli/verify.h"
+
+namespace auxstore::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string Hex64(uint64_t v) { return NamespaceHex(v); }
+
+json SpecJson(const NamespaceSpec& s) {
+  return {{"model_id", s.model_id},
+          {"qsa",
+           {{"hd", s.qsa.hd},
+            {"max_tokens", s.qsa.max_tokens},
+            {"ratio", s.qsa.ratio},
+            {"rot", s.qsa.rot},
+            {"theta", s.qsa.theta},
+            {"eps", s.qsa.eps}}},
+          {"dsa", {{"index_head_dim", s.dsa.index_head_dim}, {"capacity", s.dsa.capacity}}}};
+}
+
+json CorruptJson(const CorruptSnapshot& c) {
+  json j = {{"namespace", Hex64(c.ns)}, {"prefix", c.prefix.ToHex()}, {"why", c.why}};
+  j["layer"] = c.layer ? json(*c.layer) : json(nullptr);
+  return j;
+}
+
+std::string Where(const CorruptSnapshot& c) {
+  return Hex64(c.ns) + "/" + c.prefix.ToHex() +
+         (c.layer ? " layer " + std::to_string(*c.layer) : std::string());
+}
+
+// Shared by every command: how to print, and how a failed Status exits.
+struct Context {
+  std::ostream& out;
+  std::ostream& err;
+  bool json = false;
+  int code = kExitOk;
+
+  int Fail(const Status& s) {
+    if (json) {
+      out << json::object({{"error", s.ToString()}, {"code", StatusCodeName(s.code())}}).dump(2)
+          << "\n";
+    }
+    err << "auxstore: " << s.ToString() << "\n";
+    return code = kExitError;
+  }
+};
+
+void PrintVerify(Context& c, const VerifyReport& r, const RepairReport* repair) {
+  if (c.json) {
+    json j = {{"clean", r.clean()},
+              {"namespaces", r.namespaces},
+              {"snapshots_checked", r.snapshots_checked},
+              {"snapshots_ok", r.snapshots_ok},
+              {"bytes_checked", r.bytes_checked},
+              {"records_checked", r.records_checked},
+              {"orphan_snapshots", r.orphan_snapshots},
+              {"orphan_records", r.orphan_records},
+              {"orphan_bytes", r.orphan_bytes},
+              {"commit_seq", r.commit_seq},
+              {"watermark", r.watermark ? json(*r.watermark) : json(nullptr)},
+              {"watermark_lost", r.watermark_lost},
+              {"store_problems", r.store_problems},
+              {"corrupt", json::array()}};
+    for (const auto& x : r.corrupt) j["corrupt"].push_back(CorruptJson(x));
+    if (repair) {
+      json rep = {{"removed", json::array()},
+                  {"not_repaired", repair->not_repaired},
+                  {"accepted_data_loss", repair->accepted_data_loss}};
+      for (const auto& x : repair->removed) rep["removed"].push_back(CorruptJson(x));
+      j["repair"] = std::move(rep);
+    }
+    c.out << j.dump(2) << "\n";
+    return;
+  }
+  c.out << "namespaces:        " << r.namespaces << "\n"
+        << "snapshots checked: " << r.snapshots_checked << " (" << r.snapshots_ok << " ok, "
+        << r.corrupt.size() << " corrupt)\n"
+        << "bytes checked:     " << r.bytes_checked << " in " << r.records_checked << " records\n"
+        << "orphans:           " << r.orphan_snapshots << " record groups, " << r.orphan_records
+        << " records, " << r.orphan_bytes << " bytes (not corruption; `compact` removes them)\n"
+        << "commit sequence:   " << r.commit_seq << ", durable watermark "
+        << (r.watermark ? std::to_string(*r.watermark) : std::string("none")) << "\n";
+  for (const auto& p : r.store_problems) c.out << "CORRUPT store: " << p << "\n";
+  for (const auto& x : r.corrupt) c.out << "CORRUPT " << Where(x) << ": " << x.why << "\n";
+  if (repair) {
+    for (const auto& x : repair->removed) c.out << "REMOVED " << Where(x) << "\n";
+    for (const auto& p : repair->not_repaired) c.out << "NOT REPAIRED: " << p << "\n";
+    if (repair->accepted_data_loss) c.out << "accepted the lost commits; watermark reset\n";
+    c.out << "repair removed " << repair->removed.size() << " snapshots\n";
+  }
+  c.out << (r.clean() ? "verify: clean\n" : "verify: CORRUPTION FOUND\n");
+}
+
+int RunVerify(Context& c, const std::string& path, bool repair, bool accept_loss) {
+  auto r = VerifyStore(path);
+  if (!r.ok()) return c.Fail(r.error());
+  if (!repair || r->clean()) {
+    PrintVerify(c, *r, nullptr);
+    return c.code = r->clean() ? kExitOk : kExitCorruption;
+  }
+  auto rep = RepairStore(path, *r, {accept_loss});
+  if (!rep.ok()) {
+    PrintVerify(c, *r, nullptr);
+    c.err << "auxstore: repair failed: " << rep.error().ToString() << "\n";
+    return c.code = kExitError;
+  }
+  PrintVerify(c, *r, &*rep);
+  // Corruption was found (exit 1) even though it has been removed.
+  return c.code = kExitCorruption;
+}
+
+int RunCompact(Context& c, const std::string& path, const CompactOptions& o) {
+  auto r = CompactStore(path, o);
+  if (!r.ok()) return c.Fail(r.error());
+  if (c.json) {
+    c.out << json({{"snapshots_before", r->snapshots_before},
+                   {"snapshots_after", r->snapshots_after},
+                   {"payload_bytes_before", r->payload_bytes_before},
+                   {"payload_bytes_after", r->payload_bytes_after},
+                   {"disk_bytes_before", r->disk_bytes_before},
+                   {"disk_bytes_after", r->disk_bytes_after},
+                   {"disk_bytes_freed", r->disk_bytes_freed()},
+                   {"dropped_by_namespace", r->dropped_by_namespace},
+                   {"expired", r->expired},
+                   {"evicted", r->evicted},
+                   {"orphan_snapshots_removed", r->orphan_snapshots_removed}})
+                 .dump(2)
+          << "\n";
+  } else {
+    c.out << "snapshots:     " << r->snapshots_before << " -> " << r->snapshots_after << "\n"
+          << "payload bytes: " << r->payload_bytes_before << " -> " << r->payload_bytes_after
+          << "\n"
+          << "removed:       " << r->dropped_by_namespace << " by namespace, " << r->expired
+          << " expired, " << r->evicted << " evicted, " << r->orphan_snapshots_removed
+          << " orphan groups\n"
+          << "disk bytes:    " << r->disk_bytes_before << " -> " << r->disk_bytes_after
+          << " (freed " << r->disk_bytes_freed() << ")\n";
+  }
+  return c.code = kExitOk;
+}
+
+int RunStats(Context& c, const std::string& path) {
+  auto r = SummarizeStore(path);
+  if (!r.ok()) return c.Fail(r.error());
+  if (c.json) {
+    json ns = json::array();
+    for (const auto& [id, t] : r->namespaces) {
+      ns.push_back({{"id", Hex64(id)},
+                    {"spec", SpecJson(t.spec)},
+                    {"snapshots", t.snapshots},
+                    {"payload_bytes", t.payload_bytes}});
+    }
+    c.out << json({{"snapshots", r->snapshots},
+                   {"payload_bytes", r->payload_bytes},
+                   {"disk_bytes", r->disk_bytes},
+                   {"commit_seq", r->commit_seq},
+                   {"durable_watermark", r->durable_watermark},
+                   {"quarantines", r->quarantines},
+                   {"namespaces", ns}})
+                 .dump(2)
+          << "\n";
+  } else {
+    c.out << "snapshots:     " << r->snapshots << "\npayload bytes: " << r->payload_bytes
+          << "\ndisk bytes:    " << r->disk_bytes << "\ncommit seq:    " << r->commit_seq
+          << " (durable watermark " << r->durable_watermark
+          << ")\nquarantines:   " << r->quarantines << "\n";
+    for (const auto& [id, t] : r->namespaces) {
+      c.out << "namespace " << Hex64(id) << " (" << t.spec.model_id << "): " << t.snapshots
+            << " snapshots, " << t.payload_bytes << " bytes\n";
+    }
+  }
+  return c.code = kExitOk;
+}
+
+int RunLs(Context& c, const std::string& path, std::optional<NamespaceId> ns) {
+  auto r = ListSnapshots(path, ns);
+  if (!r.ok()) return c.Fail(r.error());
+  json arr = json::array();
+  for (const SnapshotInfo& s : *r) {
+    if (c.json) {
+      arr.push_back({{"namespace", Hex64(s.ns)},
+                     {"prefix", s.prefix.ToHex()},
+                     {"token_count", s.manifest.token_count},
+                     {"layers", s.manifest.layers.size()},
+                     {"payload_bytes", s.manifest.payload_bytes()},
+                     {"created_unix_ms", s.manifest.created_unix_ms}});
+    } else {
+      c.out << Hex64(s.ns) << " " << s.prefix.ToHex() << " tokens=" << s.manifest.token_count
+            << " layers=" << s.manifest.layers.size() << " bytes=" << s.manifest.payload_bytes()
+            << "\n";
+    }
+  }
+  if (c.json) c.out << arr.dump(2) << "\n";
+  return c.code = kExitOk;
+}
+
+int RunInspect(Context& c, const std::string& path, const Prefix& prefix,
+               std::optional<NamespaceId> ns) {
+  auto r = InspectSnapshot(path, prefix, ns);
+  if (!r.ok()) return c.Fail(r.error());
+  const Manifest& m = r->manifest;
+  if (c.json) {
+    json layers = json::array();
+    for (const LayerEntry& l : m.layers) {
+      layers.push_back({{"layer", l.layer},
+                        {"kind", std::string(KindName(l.kind))},
+                        {"bytes", l.bytes},
+                        {"chunks", l.chunks},
+                        {"xxh3", Hex64(l.xxh3)}});
+    }
+    c.out << json({{"namespace", Hex64(r->ns)},
+                   {"spec", SpecJson(r->spec)},
+                   {"prefix", prefix.ToHex()},
+                   {"token_count", m.token_count},
+                   {"created_unix_ms", m.created_unix_ms},
+                   {"chunk_bytes", m.chunk_bytes},
+                   {"has_token_digest", m.token_digest.has_value()},
+                   {"payload_bytes", m.payload_bytes()},
+                   {"layers", layers}})
+                 .dump(2)
+          << "\n";
+  } else {
+    const NamespaceSpec& s = r->spec;
+    c.out << "namespace " << Hex64(r->ns) << " model " << s.model_id << "\n  QSA hd=" << s.qsa.hd
+          << " max_tokens=" << s.qsa.max_tokens << " ratio=" << s.qsa.ratio << " rot=" << s.qsa.rot
+          << " theta=" << s.qsa.theta << " eps=" << s.qsa.eps
+          << "\n  DSA index_head_dim=" << s.dsa.index_head_dim << " capacity=" << s.dsa.capacity
+          << "\nprefix " << prefix.ToHex() << "\ntokens " << m.token_count << ", created "
+          << m.created_unix_ms << " ms, chunk " << m.chunk_bytes << " bytes, token digest "
+          << (m.token_digest ? "yes" : "no") << "\n";
+    for (const LayerEntry& l : m.layers) {
+      c.out << "  layer " << l.layer << " " << KindName(l.kind) << " " << l.bytes << " bytes, "
+            << l.chunks << " chunks, xxh3 " << Hex64(l.xxh3) << "\n";
+    }
+  }
+  return c.code = kExitOk;
+}
+
+}  // namespace
+
+int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  Context c{out, err};
+  CLI::App app{"auxstore: inspect, check and maintain an auxstore snapshot store", "auxstore"};
+  app.require_subcommand(1);
+  std::string path, prefix_hex, ns_hex, dir;
+  bool repair = false, accept_loss = false;
+  CompactOptions co;
+  std::vector<std::string> keep_ns, drop_ns;
+  uint64_t max_layer_bytes = kDefaultMaxLayerBytes;
+  std::function<int()> run;
+
+  auto common = [&](CLI::App* sub) {
+    sub->add_option("PATH", path, "store directory")->required();
+    sub->add_flag("--json", c.json, "print the report as JSON");
+  };
+  auto parse_prefix = [&]() -> Result<Prefix> { return Prefix::FromHex(prefix_hex); };
+  auto parse_ns = [&]() -> Result<std::optional<NamespaceId>> {
+    if (ns_hex.empty()) return std::optional<NamespaceId>();
+    AUXSTORE_ASSIGN_OR_RETURN(NamespaceId id, ParseNamespaceHex(ns_hex));
+    return std::optional<NamespaceId>(id);
+  };
+
+  auto* verify = app.add_subcommand(
+      "verify",
+      "Full scrub: file checksums, watermark, every manifest against its records. "
+      "Exit 0 clean, 1 corruption found, 2 error");
+  common(verify);
+  verify->add_flag("--repair", repair,
+                   "quarantine the corrupt snapshots found (manifest removed, records deleted)");
+  verify->add_flag("--accept-data-loss", accept_loss,
+                   "with --repair: accept commits lost to a truncated WAL/MANIFEST");
+  verify->callback([&] { run = [&] { return RunVerify(c, path, repair, accept_loss); }; });
+
+  auto* compact = app.add_subcommand(
+      "compact",
+      "Remove orphans, expired, dropped-namespace and over-budget snapshots, then "
+      "compact (needs the store to itself)");
+  common(compact);
+  compact->add_option("--ttl", co.ttl_seconds, "remove snapshots older than this many seconds");
+  compact->add_option("--max-bytes", co.max_bytes,
+                      "evict least-recently-used snapshots down to this payload size");
+  compact->add_option("--keep-ns", keep_ns, "keep only these namespaces (hex ids)");
+  compact->add_option("--drop-ns", drop_ns, "remove these namespaces' snapshots (hex ids)");
+  compact->callback([&] {
+    run = [&] {
+      for (auto* list : {&keep_ns, &drop_ns}) {
+        for (const std::string& s : *list) {
+          auto id = ParseNamespaceHex(s);
+          if (!id.ok()) return c.Fail(id.error());
+          (list == &keep_ns ? co.keep_ns : co.drop_ns).push_back(*id);
+        }
+      }
+      return RunCompact(c, path, co);
+    };
+  });
+
+  auto* stats = app.add_subcommand("stats", "Snapshot and byte counts, per namespace");
+  common(stats);
+  stats->callback([&] { run = [&] { return RunStats(c, path); }; });
+
+  auto* ls = app.add_subcommand("ls", "List snapshots");
+  common(ls);
+  ls->add_option("--ns", ns_hex, "only this namespace (hex id)");
+  ls->callback([&] {
+    run = [&] {
+      auto ns = parse_ns();
+      return ns.ok() ? RunLs(c, path, *ns) : c.Fail(ns.error());
+    };
+  });
+
+  auto* inspect = app.add_subcommand("inspect", "A snapshot's manifest, layers and geometry");
+  common(inspect);
+  inspect->add_option("PREFIX", prefix_hex, "prefix, 32 hex digits")->required();
+  inspect->add_option("--ns", ns_hex, "namespace (hex id); found by scanning when omitted");
+  inspect->callback([&] {
+    run = [&] {
+      auto p = parse_prefix();
+      if (!p.ok()) return c.Fail(p.error());
+      auto ns = parse_ns();
+      return ns.ok() ? RunInspect(c, path, *p, *ns) : c.Fail(ns.error());
+    };
+  });
+
+  auto* exp = app.add_subcommand("export", "Write a snapshot as plain files into DIR");
+  common(exp);
+  exp->add_option("PREFIX", prefix_hex, "prefix, 32 hex digits")->required();
+  exp->add_option("DIR", dir, "new (or empty) directory")->required();
+  exp->add_option("--ns", ns_hex, "namespace (hex id), needed when the prefix is in several");
+  exp->callback([&] {
+    run = [&] {
+      auto p = parse_prefix();
+      if (!p.ok()) return c.Fail(p.error());
+      auto ns = parse_ns();
+      if (!ns.ok()) return c.Fail(ns.error());
+      auto r = ExportSnapshot(path, *p, *ns, dir);
+      if (!r.ok()) return c.Fail(r.error());
+      if (c.json) {
+        c.out << json({{"namespace", Hex64(r->ns)},
+                       {"prefix", r->prefix.ToHex()},
+                       {"layers", r->layers},
+                       {"bytes", r->bytes},
+                       {"dir", dir}})
+                     .dump(2)
+              << "\n";
+      } else {
+        c.out << "exported " << r->layers << " layers, " << r->bytes << " bytes to " << dir << "\n";
+      }
+      return c.code = kExitOk;
+    };
+  });
+
+  auto* imp = app.add_subcommand("import", "Validate an exported DIR, then store it atomically");
+  common(imp);
+  imp->add_option("DIR", dir, "directory written by export")->required();
+  imp->add_option("--max-layer-bytes", max_layer_bytes, "largest opaque layer accepted");
+  imp->callback([&] {
+    run = [&] {
+      auto r = ImportSnapshot(path, dir, max_layer_bytes);
+      if (!r.ok()) return c.Fail(r.error());
+      if (c.json) {
+        c.out << json({{"namespace", Hex64(r->ns)},
+                       {"prefix", r->prefix.ToHex()},
+                       {"layers", r->layers},
+                       {"bytes", r->bytes},
+                       {"already_present", r->already_present}})
+                     .dump(2)
+              << "\n";
+      } else if (r->already_present) {
+        c.out << "prefix " << r->prefix.ToHex() << " is already stored; nothing written\n";
+      } else {
+        c.out << "imported " << r->layers << " layers, " << r->bytes << " bytes as " << Hex64(r->ns)
+              << "/" << r->prefix.ToHex() << "\n";
+      }
+      return c.code = kExitOk;
+    };
+  });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e, out, err);
+    return rc == 0 ? kExitOk : kExitError;
+  }
+  return run ? run() : kExitError;
+}
+
+}  // namespace auxstore::cli

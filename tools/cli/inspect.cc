@@ -1,0 +1,113 @@
+#include "tools/cli/inspect.h"
+
+#include <cstdio>
+
+#include "tools/cli/raw_db.h"
+
+namespace auxstore::cli {
+namespace {
+
+Result<std::unique_ptr<Store>> OpenReadOnly(const std::string& path) {
+  Options o;
+  o.read_only = true;
+  return Store::Open(o, path);
+}
+
+}  // namespace
+
+std::string NamespaceHex(NamespaceId ns) {
+  char b[17];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(ns));
+  return b;
+}
+
+Result<NamespaceId> ParseNamespaceHex(std::string_view text) {
+  std::string_view t = text;
+  if (t.starts_with("0x") || t.starts_with("0X")) t.remove_prefix(2);
+  if (t.empty() || t.size() > 16) {
+    return Status::InvalidArgument("namespace '" + std::string(text) +
+                                   "' is not a 1-16 digit hex id");
+  }
+  NamespaceId v = 0;
+  for (char c : t) {
+    int d = (c >= '0' && c <= '9')   ? c - '0'
+            : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+            : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                     : -1;
+    if (d < 0) return Status::InvalidArgument("namespace '" + std::string(text) + "' is not hex");
+    v = v << 4 | static_cast<unsigned>(d);
+  }
+  return v;
+}
+
+Result<StoreSummary> SummarizeStore(const std::string& path) {
+  AUXSTORE_ASSIGN_OR_RETURN(auto store, OpenReadOnly(path));
+  StoreSummary s;
+  AUXSTORE_ASSIGN_OR_RETURN(auto namespaces, store->ListNamespaces());
+  for (auto& [id, spec] : namespaces) s.namespaces[id].spec = spec;
+  AUXSTORE_RETURN_IF_ERROR(store->List(std::nullopt, [&](const SnapshotInfo& i) {
+    auto& t = s.namespaces[i.ns];
+    ++t.snapshots;
+    t.payload_bytes += i.manifest.payload_bytes();
+    ++s.snapshots;
+    s.payload_bytes += i.manifest.payload_bytes();
+    return true;
+  }));
+  const StoreStats st = store->Stats();
+  s.commit_seq = st.commit_seq;
+  s.durable_watermark = st.durable_watermark;
+  s.quarantines = st.quarantines;
+  s.disk_bytes = DirectoryBytes(path);
+  return s;
+}
+
+Result<std::vector<SnapshotInfo>> ListSnapshots(const std::string& path,
+                                                std::optional<NamespaceId> ns) {
+  AUXSTORE_ASSIGN_OR_RETURN(auto store, OpenReadOnly(path));
+  std::vector<SnapshotInfo> out;
+  AUXSTORE_RETURN_IF_ERROR(store->List(ns, [&](const SnapshotInfo& i) {
+    out.push_back(i);
+    return true;
+  }));
+  return out;
+}
+
+Result<SnapshotDetail> FindSnapshot(Store& store, const Prefix& prefix,
+                                    std::optional<NamespaceId> ns) {
+  std::vector<NamespaceId> candidates;
+  if (ns) {
+    candidates.push_back(*ns);
+  } else {
+    AUXSTORE_ASSIGN_OR_RETURN(auto all, store.ListNamespaces());
+    for (const auto& [id, spec] : all) candidates.push_back(id);
+  }
+  std::vector<SnapshotDetail> found;
+  for (NamespaceId id : candidates) {
+    auto m = store.GetManifest(id, prefix);
+    if (m.ok()) {
+      AUXSTORE_ASSIGN_OR_RETURN(NamespaceSpec spec, store.GetNamespace(id));
+      found.push_back({id, std::move(spec), std::move(*m)});
+    } else if (!m.error().IsNotFound()) {
+      return m.error();
+    }
+  }
+  if (found.empty()) {
+    return Status::NotFound("no snapshot for prefix " + prefix.ToHex() +
+                            (ns ? " in namespace " + NamespaceHex(*ns) : std::string()));
+  }
+  if (found.size() > 1) {
+    std::string ids;
+    for (const auto& f : found) ids += " " + NamespaceHex(f.ns);
+    return Status::InvalidArgument("prefix " + prefix.ToHex() + " is in several namespaces (" +
+                                   ids.substr(1) + "); pass --ns");
+  }
+  return std::move(found.front());
+}
+
+Result<SnapshotDetail> InspectSnapshot(const std::string& path, const Prefix& prefix,
+                                       std::optional<NamespaceId> ns) {
+  AUXSTORE_ASSIGN_OR_RETURN(auto store, OpenReadOnly(path));
+  return FindSnapshot(*store, prefix, ns);
+}
+
+}  // namespace auxstore::cli
