@@ -32,6 +32,7 @@ class StoreContender {
 struct IndexFigures {
   uint64_t manifests = 0;
   double open_ms = 0;             // Store::Open with that many snapshots stored
+  double index_ready_ms = 0;      // until the background LRU index has loaded
   double longest_p50_us = 0;      // LongestPrefix over 64 candidates
   double longest_p99_us = 0;
 };

@@ -122,6 +122,10 @@ Status DbStore::SweepIntents() {
     Prefix prefix;
     if (!ParseSnapshotKey(skey, &ns, &prefix)) continue;
     KeyLock key_lock(this, skey);  // a put of this prefix in flight owns its intent
+    std::string intent;
+    rocksdb::Status i = db_->Get(rocksdb::ReadOptions(), cf_[kMeta], kIntentPrefix + skey, &intent);
+    if (i.IsNotFound()) continue;  // another sweep got here first
+    if (!i.ok()) return FromRocks(i, "sweep orphans");
     std::string manifest;
     rocksdb::Status g = db_->Get(rocksdb::ReadOptions(), cf_[kManifests], skey, &manifest);
     if (!g.ok() && !g.IsNotFound()) return FromRocks(g, "sweep orphans");

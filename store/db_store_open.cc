@@ -72,6 +72,11 @@ DbStore::~DbStore() {
     // here have no caller to go to and change nothing already committed.
     (void)PersistRecency();
     (void)Flush();
+    // Flush the memtables so the next open replays no WAL: open time stays
+    // independent of how much was written (after a crash the WAL replayed is
+    // bounded by max_total_wal_size).
+    rocksdb::FlushOptions fo;
+    (void)db_->Flush(fo, cf_);
   }
   CloseDb();
 }
