@@ -97,6 +97,14 @@ class DbStore final : public Store {
                            uint32_t chunk_bytes, uint32_t chunk, rocksdb::PinnableSlice* value,
                            ByteSpan* payload);
   void Touch(NamespaceId ns, const Prefix& prefix);
+  // Quarantines the snapshot if its stored manifest value still passes
+  // `still_same` (null: any) and returns `why`; returns NotFound when it was
+  // erased or replaced meanwhile (a reader raced a writer: no damage).
+  using ManifestCheck = std::function<bool(const std::string& current_value)>;
+  Status QuarantineIf(NamespaceId ns, const Prefix& prefix, const ManifestCheck& still_same,
+                      const Status& why);
+  // A check that the stored manifest still decodes to `m`.
+  static ManifestCheck SameManifest(const std::string& key, const Manifest& m);
 
   // ---- maintenance (db_store_maintenance.cc)
   void MaintenanceLoop();

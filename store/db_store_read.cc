@@ -38,6 +38,13 @@ Result<Manifest> DecodeManifestValue(const std::string& key, ByteSpan value) {
 
 }  // namespace
 
+DbStore::ManifestCheck DbStore::SameManifest(const std::string& key, const Manifest& m) {
+  return [key, m](const std::string& now) {
+    auto current = DecodeManifestValue(key, Bytes(now));
+    return current.ok() && *current == m;
+  };
+}
+
 Result<NamespaceSpec> DbStore::NamespaceSpecFor(NamespaceId ns) {
   {
     std::shared_lock lock(ns_mu_);
@@ -92,9 +99,8 @@ Result<Manifest> DbStore::LoadManifest(NamespaceId ns, const Prefix& prefix) {
   if (!s.ok()) return FromRocks(s, "read the manifest of " + Where(ns, prefix));
   auto m = DecodeManifestValue(key, Bytes(value));
   if (!m.ok()) {
-    Status why = m.error().WithContext("manifest of " + Where(ns, prefix));
-    (void)Quarantine(ns, prefix, why);
-    return why;
+    return QuarantineIf(ns, prefix, [&](const std::string& now) { return now == value; },
+                        m.error().WithContext("manifest of " + Where(ns, prefix)));
   }
   return m;
 }
@@ -190,7 +196,7 @@ Status DbStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
       }
     }
     if (!s.ok()) {
-      if (s.IsCorruption()) (void)Quarantine(ns, prefix, s);
+      if (s.IsCorruption()) s = QuarantineIf(ns, prefix, SameManifest(SnapshotKey(ns, prefix), m), s);
       result = s;
       break;
     }
@@ -247,7 +253,9 @@ Status DbStore::ReadChunkInto(NamespaceId ns, const Prefix& prefix, const Manife
                               " has the wrong record kind");
     }
   }
-  if (st.IsCorruption()) (void)Quarantine(ns, prefix, st);
+  if (st.IsCorruption()) {
+    st = QuarantineIf(ns, prefix, SameManifest(SnapshotKey(ns, prefix), manifest), st);
+  }
   return st;
 }
 
@@ -267,7 +275,9 @@ Result<std::optional<size_t>> DbStore::LongestPrefix(NamespaceId ns,
     if (!statuses[i].ok()) return FromRocks(statuses[i], "look up prefixes");
     auto m = DecodeManifestValue(keys[i], Bytes(values[i]));
     if (!m.ok()) {  // a damaged manifest is a miss from now on
-      (void)Quarantine(ns, candidates[i], m.error());
+      const std::string seen = values[i].ToString();
+      (void)QuarantineIf(ns, candidates[i], [&](const std::string& now) { return now == seen; },
+                         m.error());
       continue;
     }
     ++hits_;

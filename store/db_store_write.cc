@@ -301,12 +301,21 @@ Status DbStore::DeleteRecords(NamespaceId ns, const Prefix& prefix) {
 }
 
 Status DbStore::Quarantine(NamespaceId ns, const Prefix& prefix, const Status& why) {
-  if (options_.read_only || fenced_) return Status::Ok();  // nothing we may change
+  return QuarantineIf(ns, prefix, nullptr, why);
+}
+
+Status DbStore::QuarantineIf(NamespaceId ns, const Prefix& prefix, const ManifestCheck& still_same,
+                             const Status& why) {
+  if (options_.read_only || fenced_) return why;  // nothing we may change
   const std::string skey = SnapshotKey(ns, prefix);
   KeyLock key_lock(this, skey);
   std::string existing;
-  if (!db_->Get(rocksdb::ReadOptions(), cf_[kManifests], skey, &existing).ok()) {
-    return Status::Ok();  // already gone
+  if (!db_->Get(rocksdb::ReadOptions(), cf_[kManifests], skey, &existing).ok() ||
+      (still_same && !still_same(existing))) {
+    // Erased or replaced since the reader saw it: what it saw was a race
+    // with a writer, not damage, and the current snapshot is not touched.
+    return Status::NotFound("snapshot of prefix " + prefix.ToHex() +
+                            " was erased or replaced while it was being read");
   }
   std::lock_guard lock(commit_mu_);
   rocksdb::WriteBatch batch;
@@ -319,7 +328,7 @@ Status DbStore::Quarantine(NamespaceId ns, const Prefix& prefix, const Status& w
                                                              why.message() + ")"));
   ++quarantines_;
   index_.Removed(skey);
-  return Status::Ok();
+  return why;
 }
 
 Status DbStore::Flush() {
