@@ -8,16 +8,9 @@
 
 #include "gpu/qsa_block_pool_args.h"
 #include "gpu/qsa_block_pool_ref.h"
+#include "gpu/resident_memory.h"
 
 namespace auxstore::gpu {
-
-namespace {
-
-constexpr size_t kAlign = 256;
-
-size_t RoundUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-
-}  // namespace
 
 struct HostBackend::Event {
   std::mutex mu;
@@ -45,7 +38,7 @@ HostBackend::~HostBackend() {
 
 Result<DevicePtr> HostBackend::Alloc(size_t bytes) {
   if (bytes == 0) return Status::InvalidArgument("Alloc of 0 bytes");
-  void* p = std::aligned_alloc(kAlign, RoundUp(bytes));
+  uint8_t* p = AllocResident(bytes);
   if (p == nullptr)
     return Status::OutOfRange("host backend: out of memory for " + std::to_string(bytes) +
                               " bytes");
@@ -65,7 +58,7 @@ Status HostBackend::Free(DevicePtr ptr) {
 
 Result<uint8_t*> HostBackend::AllocPinned(size_t bytes) {
   if (bytes == 0) return Status::InvalidArgument("AllocPinned of 0 bytes");
-  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kAlign, RoundUp(bytes)));
+  uint8_t* p = AllocResident(bytes);
   if (p == nullptr) return Status::OutOfRange("host backend: out of pinned memory");
   std::lock_guard lock(mu_);
   pinned_[p] = Pinned{bytes, 0, false};

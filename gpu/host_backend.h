@@ -1,6 +1,7 @@
-// The host backend: a CPU "device" with real asynchrony. Device memory is
-// aligned host memory, each stream is a HostStream, events and host callbacks
-// follow stream order, and qsa_block_pool runs the CPU reference.
+// The host backend: a CPU "device" with real asynchrony. Device and pinned
+// memory are aligned host memory, resident from Alloc on (as on a GPU), each
+// stream is a HostStream, events and host callbacks follow stream order, and
+// qsa_block_pool runs the CPU reference.
 #pragma once
 
 #include <chrono>

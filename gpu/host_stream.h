@@ -39,6 +39,7 @@ class HostStream {
   std::condition_variable done_cv_;  // an operation finished
   std::deque<std::function<Status()>> queue_;
   uint64_t enqueued_ = 0, completed_ = 0;
+  int waiters_ = 0;  // threads in Wait()
   bool stop_ = false;
   std::chrono::microseconds delay_;
   Status error_;

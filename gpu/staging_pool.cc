@@ -7,7 +7,7 @@ namespace auxstore::gpu {
 namespace asio = boost::asio;
 
 StagingPool::StagingPool(GpuBackend& gpu, asio::thread_pool& pool, size_t bytes)
-    : gpu_(gpu), pool_(pool), strand_(asio::make_strand(pool.get_executor())), bytes_(bytes) {}
+    : gpu_(gpu), pool_(pool), bytes_(bytes) {}
 
 Result<std::unique_ptr<StagingPool>> StagingPool::Create(GpuBackend& gpu, asio::thread_pool& pool,
                                                          size_t count, size_t bytes) {
@@ -18,7 +18,7 @@ Result<std::unique_ptr<StagingPool>> StagingPool::Create(GpuBackend& gpu, asio::
   for (size_t i = 0; i < count; ++i) {
     AUXSTORE_ASSIGN_OR_RETURN(uint8_t * p, gpu.AllocPinned(bytes));
     sp->all_.push_back(p);
-    sp->free_.push_back(Buffer{p, bytes});
+    sp->free_.push_back(p);
   }
   return sp;
 }
@@ -34,46 +34,64 @@ void StagingPool::WaitAllReturned() {
 }
 
 void StagingPool::AsyncAcquire(Handler handler) {
-  ++outstanding_;  // counted from the request, so teardown waits for it
-  asio::post(strand_, [this, handler = std::move(handler)]() mutable {
+  uint8_t* p = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    ++outstanding_;  // counted from the request, so teardown waits for it
     if (free_.empty()) {
       ++waits_;
       waiters_.push_back(std::move(handler));
       return;
     }
-    Buffer buf = free_.back();
+    p = free_.back();
     free_.pop_back();
-    asio::post(pool_, [handler = std::move(handler), buf] { handler(buf); });
-  });
+  }
+  asio::post(pool_, [handler = std::move(handler), b = Buffer{p, bytes_}] { handler(b); });
 }
 
-void StagingPool::ReturnOnStrand(Buffer buf) {
-  if (!waiters_.empty()) {  // hand it straight to the oldest waiter
-    Handler h = std::move(waiters_.front());
-    waiters_.pop_front();
-    {
-      std::lock_guard lock(mu_);
-      --outstanding_;  // that request's own count stays
-    }
-    asio::post(pool_, [h = std::move(h), buf] { h(buf); });
-    return;
-  }
-  free_.push_back(buf);
-  {
-    std::lock_guard lock(mu_);
-    --outstanding_;
-  }
-  returned_cv_.notify_all();
+std::optional<StagingPool::Buffer> StagingPool::TryAcquire() {
+  std::lock_guard lock(mu_);
+  if (free_.empty() || !waiters_.empty()) return std::nullopt;
+  ++outstanding_;
+  uint8_t* p = free_.back();
+  free_.pop_back();
+  return Buffer{p, bytes_};
 }
 
 void StagingPool::Release(Buffer buf) {
-  asio::post(strand_, [this, buf] { ReturnOnStrand(buf); });
+  Handler next;
+  {
+    std::lock_guard lock(mu_);
+    --outstanding_;  // a buffer handed to a waiter stays counted by its request
+    if (waiters_.empty()) {
+      free_.push_back(buf.data);
+      // Notified under the lock: a waiter in the destructor cannot free the
+      // condition variable before this returns.
+      returned_cv_.notify_all();
+      return;
+    }
+    next = std::move(waiters_.front());
+    waiters_.pop_front();
+  }
+  asio::post(pool_, [next = std::move(next), b = Buffer{buf.data, bytes_}] { next(b); });
+}
+
+bool StagingPool::TryHold() {
+  std::lock_guard lock(mu_);
+  if (held_ >= all_.size() / 2) return false;
+  ++held_;
+  return true;
+}
+
+void StagingPool::EndHold() {
+  std::lock_guard lock(mu_);
+  --held_;
 }
 
 Status StagingPool::ReleaseAfter(Buffer buf, StreamHandle stream) {
-  // The callback runs on the backend's thread and only posts.
-  Status st = gpu_.LaunchHostFunc(
-      stream, [this, buf] { asio::post(strand_, [this, buf] { ReturnOnStrand(buf); }); });
+  // The callback runs on the backend's thread: it takes the mutex briefly and
+  // at most posts the next waiter, never calls into the backend.
+  Status st = gpu_.LaunchHostFunc(stream, [this, buf] { Release(buf); });
   if (st.ok()) return st;
   Status sync = gpu_.Synchronize(stream);  // the copy must be done before reuse
   Release(buf);

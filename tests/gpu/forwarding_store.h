@@ -15,7 +15,8 @@ class ForwardingStore final : public Store {
  public:
   explicit ForwardingStore(Store& inner) : in_(inner) {}
 
-  // ReadChunkInto of (layer, chunk) returns Corruption.
+  // ReadChunkInto of (layer, chunk) returns Corruption and, as the real
+  // store does (store.h), quarantines the snapshot itself.
   std::optional<std::pair<uint32_t, uint32_t>> corrupt_chunk;
   // GetManifest reports a wrong whole-blob hash for this layer.
   std::optional<uint32_t> wrong_hash_layer;
@@ -68,13 +69,20 @@ class ForwardingStore final : public Store {
                        uint32_t chunk, std::span<uint8_t> dst) override {
     ++chunk_reads;
     if (corrupt_chunk && *corrupt_chunk == std::make_pair(layer, chunk)) {
-      return Status::Corruption("injected chunk corruption");
+      Status st = Status::Corruption("injected chunk corruption");
+      (void)Quarantine(ns, p, st);
+      return st;
     }
     return in_.ReadChunkInto(ns, p, m, layer, chunk, dst);
   }
   Status Quarantine(NamespaceId ns, const Prefix& p, const Status& why) override {
     ++quarantines;
     return in_.Quarantine(ns, p, why);
+  }
+  Status QuarantineIfUnchanged(NamespaceId ns, const Prefix& p, const Manifest& seen,
+                               const Status& why) override {
+    ++quarantines;
+    return in_.QuarantineIfUnchanged(ns, p, seen, why);
   }
   Result<std::optional<size_t>> LongestPrefix(NamespaceId ns, std::span<const Prefix> c) override {
     return in_.LongestPrefix(ns, c);
