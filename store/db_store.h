@@ -50,6 +50,8 @@ class DbStore final : public Store {
   Status ReadChunkInto(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
                        uint32_t layer, uint32_t chunk, std::span<uint8_t> dst) override;
   Status Quarantine(NamespaceId ns, const Prefix& prefix, const Status& why) override;
+  Status QuarantineIfUnchanged(NamespaceId ns, const Prefix& prefix, const Manifest& seen,
+                               const Status& why) override;
   Result<std::optional<size_t>> LongestPrefix(NamespaceId ns,
                                               std::span<const Prefix> candidates) override;
   Result<std::optional<TokenMatch>> LongestPrefixForTokens(NamespaceId ns,

@@ -301,7 +301,13 @@ Status DbStore::DeleteRecords(NamespaceId ns, const Prefix& prefix) {
 }
 
 Status DbStore::Quarantine(NamespaceId ns, const Prefix& prefix, const Status& why) {
-  return QuarantineIf(ns, prefix, nullptr, why);
+  Status s = QuarantineIf(ns, prefix, nullptr, why);
+  return s.IsNotFound() ? Status::Ok() : s;
+}
+
+Status DbStore::QuarantineIfUnchanged(NamespaceId ns, const Prefix& prefix, const Manifest& seen,
+                                      const Status& why) {
+  return QuarantineIf(ns, prefix, SameManifest(SnapshotKey(ns, prefix), seen), why);
 }
 
 Status DbStore::QuarantineIf(NamespaceId ns, const Prefix& prefix, const ManifestCheck& still_same,

@@ -143,8 +143,14 @@ class Store {
   virtual Status ReadChunkInto(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
                                uint32_t layer, uint32_t chunk, std::span<uint8_t> dst) = 0;
 
-  // Removes the snapshot's manifest (so lookups miss) and counts a quarantine.
+  // Removes the snapshot's manifest (so lookups miss) and counts a
+  // quarantine. Returns `why` when it did; OK when there was nothing to do.
   virtual Status Quarantine(NamespaceId ns, const Prefix& prefix, const Status& why) = 0;
+  // The same, only if the stored manifest is still `seen` — the one the
+  // caller read. If it was erased or replaced meanwhile, the caller raced a
+  // writer (no damage): nothing is removed and NotFound is returned.
+  virtual Status QuarantineIfUnchanged(NamespaceId ns, const Prefix& prefix, const Manifest& seen,
+                                       const Status& why) = 0;
 
   // Index of the longest candidate present (candidates ordered shortest to
   // longest), or nullopt. One MultiGet.
