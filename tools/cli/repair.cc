@@ -3,6 +3,7 @@
 
 #include "auxstore/store.h"
 #include "store/keys.h"
+#include "store/watermark.h"
 #include "tools/cli/raw_db.h"
 #include "tools/cli/verify.h"
 
@@ -18,26 +19,28 @@ Result<RepairReport> RepairStore(const std::string& path, const VerifyReport& re
     }
     out.not_repaired.push_back(p);
   }
-  if (report.corrupt.empty() && !(report.watermark_lost && options.accept_data_loss)) return out;
+  if (report.watermark_lost && !options.accept_data_loss) {
+    return Status::Corruption(
+        "repair cannot open the store: committed snapshots were lost (see the report); rerun "
+        "with --accept-data-loss to keep what is left");
+  }
+  out.accepted_data_loss = report.watermark_lost;
+  if (report.corrupt.empty() && !report.watermark_lost) return out;
   {
     Options o;
     o.create_if_missing = false;
     o.background_maintenance = false;
     o.accept_data_loss = options.accept_data_loss;
-    auto store = Store::Open(o, path);
-    if (!store.ok()) {
-      if (store.error().IsCorruption() && report.watermark_lost) {
-        return Status::Corruption("repair cannot open the store: " + store.error().message() +
-                                  " — rerun with --accept-data-loss to keep what is left");
-      }
-      return store.error().WithContext("repair");
-    }
-    out.accepted_data_loss = report.watermark_lost && options.accept_data_loss;
+    AUXSTORE_ASSIGN_OR_RETURN(auto store, Store::Open(o, path));
     for (const CorruptSnapshot& c : report.corrupt) {
-      AUXSTORE_RETURN_IF_ERROR((*store)
-                                   ->Quarantine(c.ns, c.prefix, Status::Corruption(c.why))
+      AUXSTORE_RETURN_IF_ERROR(store->Quarantine(c.ns, c.prefix, Status::Corruption(c.why))
                                    .WithContext("quarantine " + c.prefix.ToHex()));
     }
+  }
+  if (report.watermark_lost) {
+    // The store never lowers its watermark itself (it keeps the old, higher
+    // one, and every later open would fail again): vouch for what is left.
+    AUXSTORE_RETURN_IF_ERROR(store_internal::WriteWatermark(path, report.commit_seq));
   }
   // The manifests are gone; now the records, and files wholly inside them.
   AUXSTORE_ASSIGN_OR_RETURN(auto raw, RawDb::Open(path, /*read_only=*/false));
