@@ -9,8 +9,9 @@ GpuPipeline::GpuPipeline(std::unique_ptr<Core> core) : core_(std::move(core)) {}
 
 Result<std::unique_ptr<GpuPipeline>> GpuPipeline::Create(Store& store, GpuBackend& gpu,
                                                          const PipelineOptions& options) {
-  if (options.io_threads == 0 || options.snapshot_queue == 0) {
-    return Status::InvalidArgument("pipeline: io_threads and snapshot_queue must be > 0");
+  if (options.io_threads == 0 || options.snapshot_queue == 0 || options.restore_read_ahead == 0) {
+    return Status::InvalidArgument(
+        "pipeline: io_threads, snapshot_queue and restore_read_ahead must be > 0");
   }
   auto core = std::make_unique<Core>(store, gpu, options);
   auto staging =

@@ -7,7 +7,8 @@
 //     against its target before anything is uploaded. The staged chunk 0 is
 //     kept for the upload while the pool's hold budget allows (otherwise it
 //     is read again in step 3).
-//  3. Stream: every chunk in blob order, kReadAhead reads in flight on the
+//  3. Stream: every chunk in blob order, restore_read_ahead reads in flight (2 by
+//     default: perf-notes.md found two readers ahead best) on the
 //     Asio pool while the stream uploads earlier chunks. Buffers are acquired
 //     in chunk order, so a restore waiting for a buffer holds none it still
 //     has to fill: concurrent restores cannot deadlock. Chunks are hashed and
@@ -31,10 +32,6 @@ namespace {
 
 namespace asio = boost::asio;
 using Buffer = StagingPool::Buffer;
-
-// Chunk reads in flight per restore (perf-notes.md: two readers ahead of the
-// verify+copy step reached raw-read speed; more did not help on 2 cores).
-constexpr size_t kReadAhead = 2;
 
 std::string LayerWhere(uint32_t layer) { return "restore layer " + std::to_string(layer); }
 
@@ -169,11 +166,11 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
     Advance(std::nullopt);
   }
 
-  // Requests buffers for the next chunks, in order, up to kReadAhead chunks
+  // Requests buffers for the next chunks, in order, up to restore_read_ahead chunks
   // not yet uploaded. Caller holds mu_.
   void Pump() {
     while (!failed_ && !acquiring_ && next_read_ < items_.size() &&
-           next_read_ - next_upload_ < kReadAhead) {
+           next_read_ - next_upload_ < core_.options.restore_read_ahead) {
       const size_t idx = next_read_++;
       Layer& l = layers_[items_[idx].layer];
       if (items_[idx].chunk == 0 && l.kept) {

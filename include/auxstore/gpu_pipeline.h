@@ -36,6 +36,9 @@ struct PipelineOptions {
   size_t staging_buffers = 4;
   size_t staging_bytes = 4u << 20;
   size_t io_threads = 2;
+  // Chunk reads in flight per restore, ahead of the chunk being uploaded
+  // (>= 1). Reads beyond io_threads only queue.
+  size_t restore_read_ahead = 2;
   // Snapshots accepted but not yet written, and the pinned bytes they hold.
   size_t snapshot_queue = 8;
   uint64_t snapshot_bytes = 64u << 20;

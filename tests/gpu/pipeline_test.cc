@@ -201,6 +201,37 @@ TEST_F(PipelineTest, SnapshotWriteErrorsSurfaceInFlush) {
   EXPECT_EQ(p->stats().snapshots_failed, 1u);
 }
 
+TEST_F(PipelineTest, CreateRefusesZeroSizedOptions) {
+  for (int which = 0; which < 3; ++which) {
+    PipelineOptions o;
+    (which == 0 ? o.io_threads : which == 1 ? o.snapshot_queue : o.restore_read_ahead) = 0;
+    auto p = GpuPipeline::Create(*store_, gpu_, o);
+    ASSERT_FALSE(p.ok());
+    EXPECT_TRUE(p.status().IsInvalidArgument()) << p.status().ToString();
+  }
+}
+
+// One read ahead or many: the same bytes arrive, and a restore with more
+// chunks in flight than staging buffers still completes.
+TEST_F(PipelineTest, RestoreIsBitExactForEveryReadAhead) {
+  Sequence src = Filled(12);
+  {
+    auto p = MakePipeline();
+    Put(*p, src, PrefixFromSeed(12));
+  }
+  for (size_t ahead : {1u, 2u, 5u}) {
+    PipelineOptions o;
+    o.staging_buffers = 2;
+    o.staging_bytes = 4096;
+    o.restore_read_ahead = ahead;
+    auto p = MakePipeline(o);
+    Sequence dst = Fresh();
+    Status st = p->Restore(ns_, PrefixFromSeed(12), dst.targets(), stream_).get();
+    ASSERT_TRUE(st.ok()) << "read ahead " << ahead << ": " << st.ToString();
+    ExpectSame(src, dst);
+  }
+}
+
 TEST_F(PipelineTest, ChunksLargerThanStagingAreRefused) {
   PipelineOptions o;
   o.staging_buffers = 2;
