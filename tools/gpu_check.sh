@@ -1,62 +1,109 @@
 #!/usr/bin/env bash
-# GPU checks for a machine with an NVIDIA GPU.
+# GPU checks for a machine with an NVIDIA GPU and the CUDA driver, but none of
+# Debian's -dev packages (the binaries bring their libraries in a pack).
 #
 #   tools/gpu_check.sh PACK_DIR
 #
-# PACK_DIR holds the binaries built with CUDA (build/tests/gpu/*):
-#   gpu_cuda_test gpu_kernel_test gpu_host_backend_test gpu_seq_state_test
-#   gpu_staging_test gpu_pipeline_test gpu_pipeline_concurrency_test gpu_restore_bench
-# Logs and bench JSON go to $OUT (default ./gpu_check_out). Exit status is 0
-# only when every test passed and the CUDA tests really ran (none skipped).
+# PACK_DIR comes from ../shared/tools/pack-for-device (binaries in bin/, their
+# shared libraries in lib/, `run NAME ARGS...` starts one). Build and pack on
+# the build machine (docs/gpu.md, "Checking on a GPU host"):
+#   cmake -S . -B build-cuda -DAUXSTORE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+#         -DCMAKE_BUILD_TYPE=Release
+#   cmake --build build-cuda -j2 --target gpu_cuda_test gpu_kernel_test \
+#     gpu_host_backend_test gpu_seq_state_test gpu_staging_test gpu_pipeline_test \
+#     gpu_pipeline_concurrency_test gpu_restore_bench
+#   ../shared/tools/pack-for-device .device build-cuda/tests/gpu/gpu_{cuda,kernel,...}
+#   strip .device/bin/*          # the device call carries 64 MiB at most
+#
+# Results go to $OUT (the device run's output folder; ./gpu_check_out when
+# unset): one log per test, bench_*.jsonl, summary.txt. The whole run stays
+# under 8 minutes (BUDGET_S, default 450 s; each step is cut to what is left).
+# Exit status 0 only when every test passed, the CUDA tests really ran on a
+# device (a skip is a failure here), and every bench run was bit-exact on the
+# backend it asked for.
 set -u -o pipefail
 
 pack="${1:?usage: gpu_check.sh PACK_DIR}"
 out="${OUT:-./gpu_check_out}"
-mkdir -p "$out"
+budget="${BUDGET_S:-450}"
+start=$SECONDS
 status=0
+mkdir -p "$out" || { echo "gpu_check: cannot create $out" >&2; exit 2; }
+: >"$out/summary.txt"
 note() { echo "gpu_check: $*" | tee -a "$out/summary.txt"; }
+fail() { note "FAIL $*"; status=1; }
 
-command -v nvidia-smi >/dev/null && nvidia-smi >"$out/nvidia-smi.txt" 2>&1
+if [[ ! -x "$pack/run" || ! -d "$pack/bin" ]]; then
+  note "FAIL $pack is not a pack from pack-for-device (no run script or bin/)"
+  exit 2
+fi
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || fail "nvidia-smi failed (see nvidia-smi.txt)"
+else
+  fail "nvidia-smi not found: is this a GPU host?"
+fi
+
+# Seconds left for one step: at most $1, never past the budget.
+left() {
+  local rest=$((budget - (SECONDS - start)))
+  ((rest > $1)) && rest=$1
+  echo "$rest"
+}
 
 run_test() {  # name [extra gtest args...]
   local name="$1"; shift
-  local bin="$pack/$name"
-  if [[ ! -x "$bin" ]]; then note "MISSING $name"; status=1; return; fi
-  if timeout 300 "$bin" --gtest_color=no "$@" >"$out/$name.log" 2>&1; then
-    note "PASS $name"
+  local limit; limit=$(left 90)
+  if [[ ! -x "$pack/bin/$name" ]]; then fail "$name: missing from the pack"; return; fi
+  if ((limit < 5)); then fail "$name: not run, the time budget is spent"; return; fi
+  local rc=0
+  timeout "$limit" "$pack/run" "$name" --gtest_color=no "$@" >"$out/$name.log" 2>&1 || rc=$?
+  if ((rc == 124)); then
+    fail "$name: timed out after ${limit}s (see $name.log)"
+  elif ((rc != 0)); then
+    fail "$name: exit $rc (see $name.log)"
+  elif ! grep -q '^\[  PASSED  \] [1-9]' "$out/$name.log"; then
+    fail "$name: no test passed (see $name.log)"
   else
-    note "FAIL $name (rc $?, see $name.log)"; status=1
+    note "PASS $name ($(grep -m1 '^\[  PASSED  \]' "$out/$name.log"))"
   fi
 }
 
-# The CUDA tests first: on a GPU host a skip is a failure (no device seen).
+# CUDA first: on a GPU host a skipped CUDA test means the backend saw no device.
 run_test gpu_cuda_test
-if grep -q "SKIPPED" "$out/gpu_cuda_test.log" 2>/dev/null; then
-  note "FAIL gpu_cuda_test skipped: the CUDA backend found no device"
-  grep -m1 "no CUDA device" "$out/gpu_cuda_test.log" | tee -a "$out/summary.txt"
-  status=1
+if grep -q '^\[  SKIPPED \]' "$out/gpu_cuda_test.log" 2>/dev/null; then
+  fail "gpu_cuda_test skipped tests: the CUDA backend found no usable device"
+  grep -m3 -i 'skip\|cuda' "$out/gpu_cuda_test.log" | tee -a "$out/summary.txt"
 fi
 for t in gpu_kernel_test gpu_host_backend_test gpu_seq_state_test gpu_staging_test \
          gpu_pipeline_test gpu_pipeline_concurrency_test; do
   run_test "$t"
 done
 
-# Bench: pinned H2D bandwidth vs the restore pipeline, side by side, on CUDA
-# (and on the host backend for reference). 3 runs each.
-bench="$pack/gpu_restore_bench"
-if [[ -x "$bench" ]]; then
-  for backend in cuda host; do
-    for i in 1 2 3; do
-      if ! timeout 300 "$bench" --backend "$backend" --mib "${BENCH_MIB:-512}" --layers 32 \
-          >>"$out/bench_$backend.jsonl" 2>>"$out/bench_$backend.err"; then
-        note "FAIL bench $backend run $i (see bench_$backend.err)"; status=1
-      fi
-    done
-    [[ -s "$out/bench_$backend.jsonl" ]] && cat "$out/bench_$backend.jsonl" >>"$out/summary.txt"
-  done
+# Bench: restore vs memcpy / raw read / pinned H2D, side by side in one
+# process; CUDA twice, the host backend once for reference. The store lives
+# in a scratch dir outside $OUT (it is hundreds of MiB).
+bench_run() {  # backend
+  local backend="$1" limit; limit=$(left 120)
+  if ((limit < 10)); then fail "bench $backend: not run, the time budget is spent"; return; fi
+  local scratch; scratch=$(mktemp -d) || { fail "bench $backend: mktemp"; return; }
+  local line rc=0
+  line=$(timeout "$limit" "$pack/run" gpu_restore_bench --backend "$backend" \
+           --mib "${BENCH_MIB:-512}" --layers 32 --rounds 3 --dir "$scratch" \
+           2>>"$out/bench_$backend.err") || rc=$?
+  rm -rf "$scratch"
+  if ((rc != 0)); then fail "bench $backend: exit $rc (see bench_$backend.err)"; return; fi
+  echo "$line" >>"$out/bench_$backend.jsonl"
+  echo "$line" >>"$out/summary.txt"
+  [[ "$line" == *'"bit_exact":true'* ]] || fail "bench $backend: restore was not bit-exact"
+  if [[ "$backend" == cuda && "$line" != *'"backend":"cuda:'* ]]; then
+    fail "bench cuda ran on another backend"
+  fi
+}
+if [[ -x "$pack/bin/gpu_restore_bench" ]]; then
+  for backend in cuda cuda host; do bench_run "$backend"; done
 else
-  note "MISSING gpu_restore_bench"; status=1
+  fail "gpu_restore_bench: missing from the pack"
 fi
 
-note "exit $status"
+note "exit $status after $((SECONDS - start))s"
 exit "$status"
