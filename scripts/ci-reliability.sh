@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# CI: the reliability battery (docs/durability.md). Installs nothing
+# (scripts/setup.sh provides clang and libclang-rt-14-dev).
+#   1. gcc build, ctest label `reliability` (kill -9, power loss, I/O faults,
+#      on-disk corruption), each bounded by default;
+#   2. clang build with -DAUXSTORE_FUZZ=ON, each libFuzzer target run from its
+#      committed seed corpus for FUZZ_SECONDS (default 30); any crash fails.
+# Environment: AUXSTORE_RELIABILITY_CYCLES (soak), FUZZ_SECONDS, AUXSTORE_JOBS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=${AUXSTORE_JOBS:-2}
+fuzz_seconds=${FUZZ_SECONDS:-30}
+
+echo "== reliability battery (build-rel)"
+cmake -S . -B build-rel -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAUXSTORE_CUDA=OFF >/dev/null
+cmake --build build-rel -j"$jobs" --target kill9_test power_loss_test io_fault_test \
+  corruption_trial_test auxstore_crash_writer
+rc=0
+(cd build-rel && ctest --output-on-failure -L reliability --timeout 900 -V) \
+  >build-rel/reliability.log 2>&1 || rc=$?
+# The figures docs/durability.md quotes, then ctest's summary.
+grep -E "RELIABILITY|^[0-9]+: (file|damage|SST|WAL|MANIFEST|OPTIONS|CURRENT|WATERMARK|flip|zero-page|truncate|delete) " \
+  build-rel/reliability.log || true
+grep -E "tests passed|tests failed|Failed|\*\*\*" build-rel/reliability.log || true
+if [ "$rc" -ne 0 ]; then
+  echo "reliability battery FAILED (full log: build-rel/reliability.log)"
+  grep -E "Failure|error:|Expected|Which is" build-rel/reliability.log | head -40 || true
+  exit 1
+fi
+
+echo "== fuzzers (build-fuzz, ${fuzz_seconds}s each)"
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DAUXSTORE_CUDA=OFF -DAUXSTORE_FUZZ=ON >/dev/null
+targets=(fuzz_envelope fuzz_qsa fuzz_dsa fuzz_manifest)
+if grep -q "fuzz_import_manifest" build-fuzz/tests/fuzz/Makefile 2>/dev/null; then
+  targets+=(fuzz_import_manifest)
+else
+  echo "fuzz_import_manifest: tools/cli/import_manifest.cc absent, skipped"
+fi
+cmake --build build-fuzz -j"$jobs" --target "${targets[@]}"
+for t in "${targets[@]}"; do
+  corpus=build-fuzz/corpus/$t
+  mkdir -p "$corpus"
+  cp -n tests/fuzz/corpus/"$t"/* "$corpus"/ 2>/dev/null || true
+  echo "-- $t"
+  # The fuzzer exits non-zero on a crash, leak, UBSan report or timeout.
+  rc=0
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    build-fuzz/tests/fuzz/"$t" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
+      -artifact_prefix=build-fuzz/"$t"- "$corpus" >build-fuzz/"$t".log 2>&1 || rc=$?
+  grep -E "Done [0-9]+ runs|ERROR|SUMMARY" build-fuzz/"$t".log || true
+  if [ "$rc" -ne 0 ]; then
+    tail -40 build-fuzz/"$t".log
+    echo "$t FAILED (exit $rc; artifacts: build-fuzz/$t-*)"
+    exit 1
+  fi
+done
+echo "reliability: all passed"

@@ -1,0 +1,212 @@
+// Battery 3: I/O faults. FaultFs injects EIO on reads, and EIO or ENOSPC on
+// appends and syncs of WAL, SST and MANIFEST files, at random points, under
+// 1 and 8 writer threads. Calls must return errors (never abort the process,
+// never return wrong bytes); the store fences itself after a failed write;
+// after the fault clears and the store is reopened, nothing acknowledged is
+// lost, nothing visible is torn, and writes succeed again.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "auxstore/store.h"
+#include "store/open_on_file_system.h"
+#include "tests/reliability/crash_harness.h"
+#include "tests/reliability/fault_fs.h"
+#include "tests/reliability/snapshot_spec.h"
+#include "tests/reliability/store_checker.h"
+#include "tests/support/test_util.h"
+
+namespace auxstore::reliability {
+namespace {
+
+struct FaultTotals {
+  int trials = 0;
+  uint64_t acked = 0, failed_puts = 0, injected = 0, lost = 0, torn = 0, wrong = 0, reads_ok = 0,
+           reads_failed = 0, fenced_trials = 0;
+};
+
+Options BatteryOptions() {
+  Options o;
+  o.chunk_bytes = kBatteryChunkBytes;
+  o.background_maintenance = false;
+  return o;
+}
+
+// Reopens on the plain file system, checks, and writes one more snapshot.
+void CheckAfterFaults(const std::string& dir, const std::set<uint64_t>& attempted,
+                      const std::set<uint64_t>& acked, uint64_t fresh_seed, FaultTotals* t,
+                      const std::string& what) {
+  auto opened = Store::Open(BatteryOptions(), dir);
+  ASSERT_TRUE(opened.ok()) << what
+                           << ": reopen after the faults cleared: " << opened.status().ToString();
+  auto store = std::move(opened).value();
+  auto ns = store->RegisterNamespace(BatterySpec());
+  ASSERT_TRUE(ns.ok()) << ns.status().ToString();
+  CheckReport r = CheckStore(*store, *ns, attempted, acked);
+  EXPECT_TRUE(r.ok()) << what << ": " << r.Summary();
+  t->lost += r.lost;
+  t->torn += r.torn_visible;
+  t->wrong += r.wrong_bytes;
+  const SnapshotSpec spec = MakeSnapshot(fresh_seed);
+  Status s = store->PutSnapshot(*ns, spec.prefix, spec.token_count, spec.blobs());
+  EXPECT_TRUE(s.ok()) << what << ": a write after the fault cleared: " << s.ToString();
+}
+
+void WriteFaultTrials(bool enospc, int threads, int trials, uint64_t rng_seed, FaultTotals* t) {
+  std::mt19937_64 rng(rng_seed);
+  for (int trial = 0; trial < trials; ++trial) {
+    testing::TempDir root;
+    const std::string dir = root.Sub("store");
+    const std::string what = std::string(enospc ? "ENOSPC" : "EIO") + " writes, " +
+                             std::to_string(threads) + " threads, trial " + std::to_string(trial);
+    std::set<uint64_t> attempted, acked;
+    {
+      auto fs = std::make_shared<FaultFs>(rocksdb::FileSystem::Default(), "", rng());
+      Options o = BatteryOptions();
+      o.durability = rng() % 2 ? Durability::kSync : Durability::kAsync;
+      auto opened = store_internal::OpenStoreOnFileSystem(o, dir, fs);
+      ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+      auto store = std::move(opened).value();
+      auto ns = store->RegisterNamespace(BatterySpec());
+      ASSERT_TRUE(ns.ok()) << ns.status().ToString();
+      FaultConfig fc;
+      fc.write_error_prob = 0.002 + (rng() % 20) / 1000.0;
+      fc.write_error_enospc = enospc;
+      fs->SetFaults(fc);
+      std::mutex mu;
+      std::vector<std::thread> writers;
+      const uint64_t base = rng_seed * 1'000'000'000ull + trial * 100'000ull;
+      for (int w = 0; w < threads; ++w) {
+        writers.emplace_back([&, w] {
+          for (int k = 0; k < 40 / threads + 2; ++k) {
+            const uint64_t seed = base + w + static_cast<uint64_t>(k) * threads;
+            const SnapshotSpec spec = MakeSnapshot(seed);
+            {
+              std::lock_guard lock(mu);
+              attempted.insert(seed);
+            }
+            Status s = store->PutSnapshot(*ns, spec.prefix, spec.token_count, spec.blobs());
+            std::lock_guard lock(mu);
+            if (s.ok()) {
+              acked.insert(seed);
+              ++t->acked;
+              continue;
+            }
+            ++t->failed_puts;
+            // An injected fault is an I/O error; later calls find the fence.
+            EXPECT_TRUE(s.code() == StatusCode::kIOError || s.code() == StatusCode::kUnavailable ||
+                        s.code() == StatusCode::kCorruption)
+                << what << ": " << s.ToString();
+            EXPECT_FALSE(s.message().empty());
+          }
+        });
+      }
+      for (auto& w : writers) w.join();
+      t->injected += fs->injected_write_errors();
+      if (store->Stats().fenced) ++t->fenced_trials;
+      fs->SetFaults({});  // the disk has room again; close cleanly
+    }
+    ++t->trials;
+    CheckAfterFaults(dir, attempted, acked, rng_seed * 7 + trial, t, what);
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
+TEST(IoFaults, EioOnWritesOneAndEightThreads) {
+  FaultTotals t;
+  const int trials = std::max(2, BatteryCycles(20) / 4);
+  WriteFaultTrials(false, 1, trials, 31, &t);
+  WriteFaultTrials(false, 8, trials, 32, &t);
+  std::printf(
+      "RELIABILITY io-faults EIO writes: trials=%d acked=%llu failed_puts=%llu injected=%llu "
+      "fenced_trials=%llu lost=%llu torn_visible=%llu wrong_bytes=%llu\n",
+      t.trials, (unsigned long long)t.acked, (unsigned long long)t.failed_puts,
+      (unsigned long long)t.injected, (unsigned long long)t.fenced_trials,
+      (unsigned long long)t.lost, (unsigned long long)t.torn, (unsigned long long)t.wrong);
+  EXPECT_GT(t.injected, 0u) << "no fault was injected: the test proved nothing";
+}
+
+TEST(IoFaults, EnospcOnWritesOneAndEightThreads) {
+  FaultTotals t;
+  const int trials = std::max(2, BatteryCycles(20) / 4);
+  WriteFaultTrials(true, 1, trials, 41, &t);
+  WriteFaultTrials(true, 8, trials, 42, &t);
+  std::printf(
+      "RELIABILITY io-faults ENOSPC writes: trials=%d acked=%llu failed_puts=%llu "
+      "injected=%llu fenced_trials=%llu lost=%llu torn_visible=%llu wrong_bytes=%llu\n",
+      t.trials, (unsigned long long)t.acked, (unsigned long long)t.failed_puts,
+      (unsigned long long)t.injected, (unsigned long long)t.fenced_trials,
+      (unsigned long long)t.lost, (unsigned long long)t.torn, (unsigned long long)t.wrong);
+  EXPECT_GT(t.injected, 0u);
+}
+
+// EIO on reads: every GetLayer returns the written bytes or an error; a
+// transient read error must not cost a snapshot (after the fault clears,
+// everything acknowledged is still there).
+TEST(IoFaults, EioOnReadsNeverReturnsWrongBytesNorLosesSnapshots) {
+  FaultTotals t;
+  for (int threads : {1, 8}) {
+    testing::TempDir root;
+    const std::string dir = root.Sub("store");
+    std::set<uint64_t> acked;
+    auto fs = std::make_shared<FaultFs>(rocksdb::FileSystem::Default(), "", 51 + threads);
+    {
+      auto opened = store_internal::OpenStoreOnFileSystem(BatteryOptions(), dir, fs);
+      ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+      auto store = std::move(opened).value();
+      auto ns = store->RegisterNamespace(BatterySpec()).value();
+      for (uint64_t seed = 500; seed < 530; ++seed) {
+        const SnapshotSpec spec = MakeSnapshot(seed);
+        ASSERT_TRUE(store->PutSnapshot(ns, spec.prefix, spec.token_count, spec.blobs()).ok());
+        acked.insert(seed);
+      }
+    }
+    {
+      // Reopen so reads come from files, not memtables, then fail some reads.
+      auto opened = store_internal::OpenStoreOnFileSystem(BatteryOptions(), dir, fs);
+      ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+      auto store = std::move(opened).value();
+      auto ns = store->RegisterNamespace(BatterySpec()).value();
+      fs->SetFaults({/*read_error_prob=*/0.02, 0, false});
+      std::mutex mu;
+      std::vector<std::thread> readers;
+      for (int r = 0; r < threads; ++r) {
+        readers.emplace_back([&, r] {
+          for (int round = 0; round < 3; ++round) {
+            for (uint64_t seed = 500 + r % 30; seed < 530; seed += 1) {
+              const SnapshotSpec spec = MakeSnapshot(seed);
+              for (const SnapshotLayer& l : spec.layers) {
+                auto got = store->GetLayer(ns, spec.prefix, l.layer);
+                std::lock_guard lock(mu);
+                if (!got.ok()) {
+                  ++t.reads_failed;
+                  continue;
+                }
+                ++t.reads_ok;
+                if (*got != l.bytes) ++t.wrong;
+              }
+            }
+          }
+        });
+      }
+      for (auto& r : readers) r.join();
+      t.injected += fs->injected_read_errors();
+      fs->SetFaults({});
+    }
+    CheckAfterFaults(dir, acked, acked, 9000 + threads, &t,
+                     "EIO reads, " + std::to_string(threads) + " threads");
+  }
+  std::printf(
+      "RELIABILITY io-faults EIO reads: reads_ok=%llu reads_failed=%llu injected=%llu "
+      "wrong_bytes=%llu lost_after_reopen=%llu\n",
+      (unsigned long long)t.reads_ok, (unsigned long long)t.reads_failed,
+      (unsigned long long)t.injected, (unsigned long long)t.wrong, (unsigned long long)t.lost);
+  EXPECT_EQ(t.wrong, 0u);
+  EXPECT_GT(t.injected, 0u);
+}
+
+}  // namespace
+}  // namespace auxstore::reliability

@@ -1,0 +1,89 @@
+// Deterministic snapshots for the reliability battery: a seed alone names a
+// snapshot's prefix, layers, kinds, sizes and bytes, so a writer process can
+// acknowledge a snapshot with one number and the checker can rebuild every
+// byte it must read back.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "auxstore/store.h"
+#include "tests/support/test_util.h"
+
+namespace auxstore::reliability {
+
+// The namespace every battery store holds (QSA hd 64 / 4096 tokens, DSA d 32).
+inline NamespaceSpec BatterySpec() { return testing::TestSpec("reliability-battery"); }
+
+// Records are cut at 64 KiB so most layers span several chunks.
+inline constexpr uint32_t kBatteryChunkBytes = 64 * 1024;
+
+struct SnapshotLayer {
+  uint32_t layer = 0;
+  Kind kind = Kind::kOpaque;
+  std::vector<uint8_t> bytes;
+};
+
+struct SnapshotSpec {
+  uint64_t seed = 0;
+  Prefix prefix;
+  uint64_t token_count = 0;
+  std::vector<SnapshotLayer> layers;  // ascending layer index
+
+  uint64_t payload_bytes() const {
+    uint64_t n = 0;
+    for (const auto& l : layers) n += l.bytes.size();
+    return n;
+  }
+  std::vector<LayerBlob> blobs() const {
+    std::vector<LayerBlob> out;
+    for (const auto& l : layers) out.push_back({l.layer, l.kind, l.bytes});
+    return out;
+  }
+};
+
+// About one snapshot in four is "big": its first layer alone is over 1 MiB,
+// so the whole snapshot takes the SST-ingest path. The rest stay well under
+// 1 MiB (at most 8 layers of at most ~100 KiB) and go through the WAL. Small
+// layers include empty ones.
+inline SnapshotSpec MakeSnapshot(uint64_t seed) {
+  const NamespaceSpec ns = BatterySpec();
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
+  SnapshotSpec s;
+  s.seed = seed;
+  s.prefix = testing::PrefixFromSeed(seed);
+  s.token_count = 1 + rng() % 100000;
+  const bool big = rng() % 4 == 0;
+  const uint32_t n = big ? 1 + rng() % 3 : 1 + rng() % 8;
+  uint32_t layer = static_cast<uint32_t>(rng() % 3);
+  for (uint32_t i = 0; i < n; ++i, layer += 1 + static_cast<uint32_t>(rng() % 3)) {
+    SnapshotLayer l;
+    l.layer = layer;
+    const uint64_t bseed = seed * 131 + i;
+    if (big && i == 0) {
+      l.kind = Kind::kOpaque;
+      l.bytes = testing::RandomBytes((1u << 20) + rng() % (512u << 10), bseed);
+    } else {
+      switch (rng() % 3) {
+        case 0: {
+          l.kind = Kind::kQsa;
+          const uint64_t ingested = rng() % 700;
+          l.bytes = testing::QsaBlob(ns, ingested, ingested / ns.qsa.ratio, bseed);
+          break;
+        }
+        case 1:
+          l.kind = Kind::kDsa;
+          l.bytes = testing::DsaBlob(ns, rng() % 700, bseed);
+          break;
+        default:
+          l.kind = Kind::kOpaque;
+          l.bytes = testing::RandomBytes(rng() % 5 == 0 ? 0 : rng() % (100u << 10), bseed);
+      }
+    }
+    s.layers.push_back(std::move(l));
+  }
+  return s;
+}
+
+}  // namespace auxstore::reliability
