@@ -3,12 +3,11 @@
 // bytes. Prints medians with [min, max] over --runs and the ratios; --json
 // for machines. See bench/RESULTS.md for the figures and the command.
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "bench/baselines.h"
 #include "bench/file_per_blob.h"
@@ -106,7 +105,8 @@ void PrintWorkload(const nlohmann::json& j) {
   std::printf("\nwrite amplification: sync %.3f, async %.3f\n\n| ratio | median |\n| --- | --- |\n",
               j["write_amplification"]["sync"].get<double>(),
               j["write_amplification"]["async"].get<double>());
-  for (auto& [k, v] : j["ratios"].items()) std::printf("| %s | %.2f |\n", k.c_str(), v.get<double>());
+  for (auto& [k, v] : j["ratios"].items())
+    std::printf("| %s | %.2f |\n", k.c_str(), v.get<double>());
 }
 
 int Main(int argc, char** argv) {
@@ -143,10 +143,11 @@ int Main(int argc, char** argv) {
                     {"longest_prefix_p50_us", f.longest_p50_us},
                     {"longest_prefix_p99_us", f.longest_p99_us}};
     if (!c.json) {
-      std::printf("\n## index: %llu snapshots stored\n\nopen %.1f ms (background index ready "
-                  "at %.0f ms); LongestPrefix over 64 candidates p50 %.1f us, p99 %.1f us\n",
-                  (unsigned long long)f.manifests, f.open_ms, f.index_ready_ms, f.longest_p50_us,
-                  f.longest_p99_us);
+      std::printf(
+          "\n## index: %llu snapshots stored\n\nopen %.1f ms (background index ready "
+          "at %.0f ms); LongestPrefix over 64 candidates p50 %.1f us, p99 %.1f us\n",
+          (unsigned long long)f.manifests, f.open_ms, f.index_ready_ms, f.longest_p50_us,
+          f.longest_p99_us);
     }
   }
   if (c.json) std::printf("%s\n", out.dump(2).c_str());

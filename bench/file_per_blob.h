@@ -11,7 +11,7 @@ namespace auxstore::bench {
 
 struct FilePerBlob {
   explicit FilePerBlob(std::string dir) : dir(std::move(dir)) {}
-  double Write(const WorkloadData& data);           // seconds, all snapshots durable
+  double Write(const WorkloadData& data);            // seconds, all snapshots durable
   double Read(const WorkloadData& data, bool cold);  // seconds, every layer into a buffer
   std::string dir;
 };

@@ -46,8 +46,8 @@ WriteResult StoreContender::Write(const WorkloadData& data, Durability mode) {
   if (mode == Durability::kAsync && !(*store)->Flush().ok()) return {};
   WriteResult r;
   r.seconds = t.Seconds();
-  r.amplification =
-      static_cast<double>(ProcessWriteBytes() - written_before) / static_cast<double>(w.total_bytes());
+  r.amplification = static_cast<double>(ProcessWriteBytes() - written_before) /
+                    static_cast<double>(w.total_bytes());
   return r;
 }
 

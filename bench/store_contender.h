@@ -12,8 +12,8 @@
 namespace auxstore::bench {
 
 struct WriteResult {
-  double seconds = -1;        // until every PutSnapshot returned (async: plus Flush)
-  double amplification = 0;   // bytes the process wrote to disk / payload bytes
+  double seconds = -1;       // until every PutSnapshot returned (async: plus Flush)
+  double amplification = 0;  // bytes the process wrote to disk / payload bytes
 };
 
 class StoreContender {
@@ -31,9 +31,9 @@ class StoreContender {
 
 struct IndexFigures {
   uint64_t manifests = 0;
-  double open_ms = 0;             // Store::Open with that many snapshots stored
-  double index_ready_ms = 0;      // until the background LRU index has loaded
-  double longest_p50_us = 0;      // LongestPrefix over 64 candidates
+  double open_ms = 0;         // Store::Open with that many snapshots stored
+  double index_ready_ms = 0;  // until the background LRU index has loaded
+  double longest_p50_us = 0;  // LongestPrefix over 64 candidates
   double longest_p99_us = 0;
 };
 // Fills a store with `manifests` small snapshots (batched), reopens it, and

@@ -7,6 +7,6 @@ scripts/setup.sh
 scripts/build.sh build >/dev/null
 dir=${1:-$(mktemp -d /tmp/auxstore-demo-XXXXXX)/store}
 echo "== process 1: build sequence states, snapshot prefixes into $dir, exit"
-build/tools/auxstore_demo snapshot --store "$dir"
+build/tools/demo/auxstore_demo snapshot --store "$dir"
 echo "== process 2 (a restart): find each query's longest stored prefix, restore, check every byte"
-build/tools/auxstore_demo restore --store "$dir"
+build/tools/demo/auxstore_demo restore --store "$dir"

@@ -39,8 +39,8 @@ class BufferPoolAllocator : public rocksdb::MemoryAllocator {
         return static_cast<char*>(block) + kHeader;
       }
     }
-    void* block = std::aligned_alloc(kHeader, kHeader + ((capacity ? capacity : size) + kHeader - 1) /
-                                                            kHeader * kHeader);
+    void* block = std::aligned_alloc(
+        kHeader, kHeader + ((capacity ? capacity : size) + kHeader - 1) / kHeader * kHeader);
     if (!block) return nullptr;
     static_cast<BlockHeader*>(block)->capacity = capacity;
     return static_cast<char*>(block) + kHeader;
@@ -62,14 +62,13 @@ class BufferPoolAllocator : public rocksdb::MemoryAllocator {
   }
 
   size_t UsableSize(void* p, size_t allocation_size) const override {
-    const size_t capacity = static_cast<BlockHeader*>(static_cast<void*>(static_cast<char*>(p) - kHeader))->capacity;
+    const size_t capacity =
+        static_cast<BlockHeader*>(static_cast<void*>(static_cast<char*>(p) - kHeader))->capacity;
     return capacity ? capacity : allocation_size;
   }
 
  private:
-  std::vector<void*>& ListFor(size_t capacity) {
-    return free_[std::countr_zero(capacity)];
-  }
+  std::vector<void*>& ListFor(size_t capacity) { return free_[std::countr_zero(capacity)]; }
 
   const size_t max_cached_;
   std::mutex mu_;

@@ -7,9 +7,9 @@
 // (RocksDB uses it even with fill_cache=false). Small sizes go to malloc.
 #pragma once
 
-#include <memory>
-
 #include <rocksdb/memory_allocator.h>
+
+#include <memory>
 
 namespace auxstore::store_internal {
 

@@ -4,6 +4,8 @@
 // and db_store_maintenance.cc (index load, TTL, LRU, orphans, recency).
 #pragma once
 
+#include <rocksdb/db.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -14,8 +16,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <rocksdb/db.h>
 
 #include "auxstore/store.h"
 #include "store/rocks_options.h"

@@ -61,8 +61,8 @@ void DbStore::LoadIndex() {
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       auto e = loaded.find(it->key().ToString());
       if (e == loaded.end() || it->value().size() != 8) continue;
-      e->second.last_access_ms =
-          static_cast<int64_t>(internal::GetLE64(reinterpret_cast<const uint8_t*>(it->value().data())));
+      e->second.last_access_ms = static_cast<int64_t>(
+          internal::GetLE64(reinterpret_cast<const uint8_t*>(it->value().data())));
     }
   }
   index_.FinishLoad(std::move(loaded));
@@ -111,8 +111,7 @@ Status DbStore::SweepIntents() {
   std::vector<std::string> intents;
   {
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf_[kMeta]));
-    for (it->Seek(kIntentPrefix); it->Valid() && it->key().starts_with(kIntentPrefix);
-         it->Next()) {
+    for (it->Seek(kIntentPrefix); it->Valid() && it->key().starts_with(kIntentPrefix); it->Next()) {
       intents.push_back(it->key().ToString().substr(std::string(kIntentPrefix).size()));
     }
     AUXSTORE_RETURN_IF_ERROR(FromRocks(it->status(), "scan write intents"));

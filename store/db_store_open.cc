@@ -37,8 +37,7 @@ int64_t NowUnixMs() {
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
-DbStore::DbStore(const Options& options, std::string path,
-                 std::shared_ptr<rocksdb::FileSystem> fs)
+DbStore::DbStore(const Options& options, std::string path, std::shared_ptr<rocksdb::FileSystem> fs)
     : options_(options), path_(std::move(path)), setup_(MakeRocksSetup(std::move(fs))) {}
 
 Result<std::unique_ptr<Store>> DbStore::Open(const Options& options, const std::string& path,
@@ -154,7 +153,8 @@ Status DbStore::CheckFormatVersion(bool fresh) {
   if (s.IsNotFound() && fresh && !options_.read_only) {
     rocksdb::WriteOptions wo;
     wo.sync = true;
-    return Guard(db_->Put(wo, cf_[kMeta], kFormatVersionKey, EncodeMetaU64(kFormatVersionKey, kStoreFormatVersion)),
+    return Guard(db_->Put(wo, cf_[kMeta], kFormatVersionKey,
+                          EncodeMetaU64(kFormatVersionKey, kStoreFormatVersion)),
                  "record the store format version");
   }
   if (s.IsNotFound()) {
@@ -174,8 +174,8 @@ Status DbStore::CheckFormatVersion(bool fresh) {
 }
 
 Status DbStore::LoadMetaCounters() {
-  for (auto [key, target] : {std::pair{kCommitSeqKey, &commit_seq_},
-                             std::pair{kQuarantinesKey, &quarantines_}}) {
+  for (auto [key, target] :
+       {std::pair{kCommitSeqKey, &commit_seq_}, std::pair{kQuarantinesKey, &quarantines_}}) {
     std::string value;
     rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), cf_[kMeta], key, &value);
     if (s.IsNotFound()) {
@@ -197,7 +197,8 @@ Status DbStore::CheckWatermark(bool fresh) {
   if (!wm.ok()) {  // missing
     if (!fresh && commit_seq_ > 0 && !options_.accept_data_loss) {
       return Status::Corruption("store " + path_ + " has lost its durable watermark file (" +
-                                kWatermarkFileName + "); its commits cannot be vouched for. Run "
+                                kWatermarkFileName +
+                                "); its commits cannot be vouched for. Run "
                                 "`auxstore verify`, then open with accept_data_loss");
     }
     watermark_ = 0;
@@ -210,7 +211,8 @@ Status DbStore::CheckWatermark(bool fresh) {
       return Status::Corruption(
           "store " + path_ + " lost committed snapshots: the durable watermark is commit " +
           std::to_string(watermark_) + " but RocksDB recovered only up to commit " +
-          std::to_string(commit_seq_) + " (a truncated WAL or MANIFEST?). Open with "
+          std::to_string(commit_seq_) +
+          " (a truncated WAL or MANIFEST?). Open with "
           "accept_data_loss to continue with what is left");
     }
   }

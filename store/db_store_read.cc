@@ -77,7 +77,8 @@ Result<std::vector<std::pair<NamespaceId, NamespaceSpec>>> DbStore::ListNamespac
   std::vector<std::pair<NamespaceId, NamespaceSpec>> out;
   std::vector<NamespaceId> ids;
   {
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf_[kNamespaces]));
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(rocksdb::ReadOptions(), cf_[kNamespaces]));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       NamespaceId ns = 0;
       if (ParseNamespaceKey(it->key().ToStringView(), &ns)) ids.push_back(ns);
@@ -99,8 +100,9 @@ Result<Manifest> DbStore::LoadManifest(NamespaceId ns, const Prefix& prefix) {
   if (!s.ok()) return FromRocks(s, "read the manifest of " + Where(ns, prefix));
   auto m = DecodeManifestValue(key, Bytes(value));
   if (!m.ok()) {
-    return QuarantineIf(ns, prefix, [&](const std::string& now) { return now == value; },
-                        m.error().WithContext("manifest of " + Where(ns, prefix)));
+    return QuarantineIf(
+        ns, prefix, [&](const std::string& now) { return now == value; },
+        m.error().WithContext("manifest of " + Where(ns, prefix)));
   }
   return m;
 }
@@ -196,7 +198,8 @@ Status DbStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
       }
     }
     if (!s.ok()) {
-      if (s.IsCorruption()) s = QuarantineIf(ns, prefix, SameManifest(SnapshotKey(ns, prefix), m), s);
+      if (s.IsCorruption())
+        s = QuarantineIf(ns, prefix, SameManifest(SnapshotKey(ns, prefix), m), s);
       result = s;
       break;
     }
@@ -238,8 +241,8 @@ Status DbStore::ReadChunkInto(NamespaceId ns, const Prefix& prefix, const Manife
   rocksdb::Status s = db_->Get(HotReadOptions(), cf_[kRecords], key, &value);
   Status st;
   if (s.IsNotFound()) {
-    st = Status::Corruption("snapshot is torn: missing layer " + std::to_string(layer) +
-                            " chunk " + std::to_string(chunk) + " of " + Where(ns, prefix));
+    st = Status::Corruption("snapshot is torn: missing layer " + std::to_string(layer) + " chunk " +
+                            std::to_string(chunk) + " of " + Where(ns, prefix));
   } else if (!s.ok()) {
     return FromRocks(s, "read a chunk of " + Where(ns, prefix));
   } else {
@@ -248,9 +251,8 @@ Status DbStore::ReadChunkInto(NamespaceId ns, const Prefix& prefix, const Manife
       st = env.error().WithContext("layer " + std::to_string(layer) + " chunk " +
                                    std::to_string(chunk) + " of " + Where(ns, prefix));
     } else if (env->kind != ChunkRecordKind(entry->kind)) {
-      st = Status::Corruption("layer " + std::to_string(layer) + " chunk " +
-                              std::to_string(chunk) + " of " + Where(ns, prefix) +
-                              " has the wrong record kind");
+      st = Status::Corruption("layer " + std::to_string(layer) + " chunk " + std::to_string(chunk) +
+                              " of " + Where(ns, prefix) + " has the wrong record kind");
     }
   }
   if (st.IsCorruption()) {
@@ -268,16 +270,16 @@ Result<std::optional<size_t>> DbStore::LongestPrefix(NamespaceId ns,
   std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
   std::vector<rocksdb::PinnableSlice> values(keys.size());
   std::vector<rocksdb::Status> statuses(keys.size());
-  db_->MultiGet(rocksdb::ReadOptions(), cf_[kManifests], keys.size(), slices.data(),
-                values.data(), statuses.data());
+  db_->MultiGet(rocksdb::ReadOptions(), cf_[kManifests], keys.size(), slices.data(), values.data(),
+                statuses.data());
   for (size_t i = keys.size(); i-- > 0;) {
     if (statuses[i].IsNotFound()) continue;
     if (!statuses[i].ok()) return FromRocks(statuses[i], "look up prefixes");
     auto m = DecodeManifestValue(keys[i], Bytes(values[i]));
     if (!m.ok()) {  // a damaged manifest is a miss from now on
       const std::string seen = values[i].ToString();
-      (void)QuarantineIf(ns, candidates[i], [&](const std::string& now) { return now == seen; },
-                         m.error());
+      (void)QuarantineIf(
+          ns, candidates[i], [&](const std::string& now) { return now == seen; }, m.error());
       continue;
     }
     ++hits_;
@@ -321,7 +323,8 @@ Status DbStore::List(std::optional<NamespaceId> ns,
     if (ns && info.ns != *ns) break;
     auto m = DecodeManifestValue(it->key().ToString(), Bytes(it->value()));
     if (!m.ok()) {
-      if (first_error.ok()) first_error = m.error().WithContext("manifest of " + Where(info.ns, info.prefix));
+      if (first_error.ok())
+        first_error = m.error().WithContext("manifest of " + Where(info.ns, info.prefix));
       continue;
     }
     info.manifest = std::move(*m);

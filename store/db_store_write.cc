@@ -43,8 +43,8 @@ class RecordBuilder {
       const uint32_t chunks = ChunkCount(l.bytes.size(), chunk_bytes);
       for (uint32_t c = 0; c < chunks; ++c) {
         const std::string key = RecordKey(ns, prefix, l.layer, c);
-        ByteSpan payload = l.bytes.subspan(uint64_t{c} * chunk_bytes,
-                                           ChunkSize(l.bytes.size(), chunk_bytes, c));
+        ByteSpan payload =
+            l.bytes.subspan(uint64_t{c} * chunk_bytes, ChunkSize(l.bytes.size(), chunk_bytes, c));
         value.resize(kEnvelopeHeaderBytes + payload.size());
         auto* p = reinterpret_cast<uint8_t*>(value.data());
         EncodeEnvelopeHeader(Bytes(key), ChunkRecordKind(l.kind), payload, p);
@@ -88,8 +88,8 @@ Result<NamespaceId> DbStore::RegisterNamespace(const NamespaceSpec& spec) {
       EncodeEnvelope(Bytes(key), RecordKind::kNamespace, Bytes(EncodeNamespaceSpec(spec)));
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  AUXSTORE_RETURN_IF_ERROR(Guard(db_->Put(wo, cf_[kNamespaces], key, value),
-                                 "register namespace " + NsHex(ns)));
+  AUXSTORE_RETURN_IF_ERROR(
+      Guard(db_->Put(wo, cf_[kNamespaces], key, value), "register namespace " + NsHex(ns)));
   std::unique_lock lock(ns_mu_);
   namespaces_[ns] = spec;
   return ns;
@@ -202,9 +202,9 @@ Status DbStore::WriteIngested(NamespaceId ns, const Prefix& prefix,
   const std::string skey = SnapshotKey(ns, prefix);
   rocksdb::WriteOptions wo;
   wo.sync = options_.durability == Durability::kSync;
-  AUXSTORE_RETURN_IF_ERROR(Guard(
-      db_->Put(wo, cf_[kMeta], kIntentPrefix + skey, EncodeMeta(kIntentPrefix + skey, "")),
-      "record a write intent"));
+  AUXSTORE_RETURN_IF_ERROR(
+      Guard(db_->Put(wo, cf_[kMeta], kIntentPrefix + skey, EncodeMeta(kIntentPrefix + skey, "")),
+            "record a write intent"));
 
   rocksdb::IngestExternalFileArg arg;
   arg.column_family = cf_[kRecords];
@@ -239,7 +239,8 @@ Status DbStore::CommitManifest(rocksdb::WriteBatch* batch, NamespaceId ns, const
       FromRocks(batch->Put(cf_[kMeta], kCommitSeqKey, EncodeMetaU64(kCommitSeqKey, seq)), "batch"));
   rocksdb::WriteOptions wo;
   wo.sync = options_.durability == Durability::kSync;
-  AUXSTORE_RETURN_IF_ERROR(Guard(db_->Write(wo, batch), "commit the manifest of " + prefix.ToHex()));
+  AUXSTORE_RETURN_IF_ERROR(
+      Guard(db_->Write(wo, batch), "commit the manifest of " + prefix.ToHex()));
   commit_seq_ = seq;
   if (wo.sync) return AdvanceWatermark(seq);
   return Status::Ok();
@@ -283,7 +284,8 @@ Status DbStore::EraseSnapshot(const std::string& skey, EraseReason reason) {
   (void)batch.Delete(cf_[kRecency], skey);
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  AUXSTORE_RETURN_IF_ERROR(Guard(db_->Write(wo, &batch), "erase the manifest of " + prefix.ToHex()));
+  AUXSTORE_RETURN_IF_ERROR(
+      Guard(db_->Write(wo, &batch), "erase the manifest of " + prefix.ToHex()));
   index_.Removed(skey);
   if (reason == EraseReason::kEviction) ++evictions_;
   if (reason == EraseReason::kExpiry) ++expirations_;
@@ -292,8 +294,9 @@ Status DbStore::EraseSnapshot(const std::string& skey, EraseReason reason) {
 
 Status DbStore::DeleteRecords(NamespaceId ns, const Prefix& prefix) {
   const std::string begin = SnapshotKey(ns, prefix), end = SnapshotRangeEnd(ns, prefix);
-  AUXSTORE_RETURN_IF_ERROR(Guard(db_->DeleteRange(rocksdb::WriteOptions(), cf_[kRecords], begin, end),
-                                 "delete the records of " + prefix.ToHex()));
+  AUXSTORE_RETURN_IF_ERROR(
+      Guard(db_->DeleteRange(rocksdb::WriteOptions(), cf_[kRecords], begin, end),
+            "delete the records of " + prefix.ToHex()));
   // An ingested snapshot is a file of its own: drop it now, no compaction I/O.
   rocksdb::Slice b(begin), e(end);
   return FromRocks(rocksdb::DeleteFilesInRange(db_.get(), cf_[kRecords], &b, &e),
@@ -330,8 +333,8 @@ Status DbStore::QuarantineIf(NamespaceId ns, const Prefix& prefix, const Manifes
   (void)batch.Put(cf_[kMeta], kQuarantinesKey, EncodeMetaU64(kQuarantinesKey, quarantines_ + 1));
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  AUXSTORE_RETURN_IF_ERROR(Guard(db_->Write(wo, &batch), "quarantine " + prefix.ToHex() + " (" +
-                                                             why.message() + ")"));
+  AUXSTORE_RETURN_IF_ERROR(
+      Guard(db_->Write(wo, &batch), "quarantine " + prefix.ToHex() + " (" + why.message() + ")"));
   ++quarantines_;
   index_.Removed(skey);
   return why;

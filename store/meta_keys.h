@@ -9,7 +9,7 @@
 namespace auxstore::store_internal {
 
 inline constexpr const char* kFormatVersionKey = "format_version";
-inline constexpr const char* kCommitSeqKey = "commit_seq";    // last committed manifest
+inline constexpr const char* kCommitSeqKey = "commit_seq";     // last committed manifest
 inline constexpr const char* kQuarantinesKey = "quarantines";  // snapshots quarantined
 // "intent/" + SnapshotKey: records of an ingested snapshot whose manifest may
 // not be committed yet; the orphan sweep checks these instead of every record.

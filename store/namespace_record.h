@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "auxstore/geometry.h"
 #include "auxstore/blob_codecs.h"
+#include "auxstore/geometry.h"
 #include "auxstore/status.h"
 
 namespace auxstore::store_internal {

@@ -2,10 +2,10 @@
 // power-loss tests use (tests/reliability/). Not part of the public API.
 #pragma once
 
+#include <rocksdb/file_system.h>
+
 #include <memory>
 #include <string>
-
-#include <rocksdb/file_system.h>
 
 #include "auxstore/store.h"
 

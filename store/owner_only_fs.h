@@ -4,9 +4,9 @@
 // is chmod-ed right after creation instead.
 #pragma once
 
-#include <memory>
-
 #include <rocksdb/file_system.h>
+
+#include <memory>
 
 namespace auxstore::store_internal {
 

@@ -1,7 +1,7 @@
 #include "store/rocks_options.h"
 
-#include <rocksdb/file_system.h>
 #include <rocksdb/cache.h>
+#include <rocksdb/file_system.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/table.h>
 
@@ -78,9 +78,12 @@ RocksSetup MakeRocksSetup(std::shared_ptr<rocksdb::FileSystem> base_fs) {
   }
 
   s.cfs = {
-      {rocksdb::kDefaultColumnFamilyName, small}, {kMetaCf, small},
-      {kNamespacesCf, small},                     {kManifestsCf, manifests},
-      {kRecordsCf, records},                      {kRecencyCf, small},
+      {rocksdb::kDefaultColumnFamilyName, small},
+      {kMetaCf, small},
+      {kNamespacesCf, small},
+      {kManifestsCf, manifests},
+      {kRecordsCf, records},
+      {kRecencyCf, small},
   };
   return s;
 }

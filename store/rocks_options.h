@@ -3,14 +3,14 @@
 // bench/RESULTS.md).
 #pragma once
 
-#include <memory>
-#include <string>
-#include <vector>
-
 #include <rocksdb/db.h>
 #include <rocksdb/env.h>
 #include <rocksdb/file_system.h>
 #include <rocksdb/options.h>
+
+#include <memory>
+#include <string>
+#include <vector>
 
 namespace auxstore::store_internal {
 

@@ -63,9 +63,9 @@ std::vector<std::string> SnapshotIndex::EvictionVictims(uint64_t budget) const {
   std::vector<std::pair<int64_t, const std::string*>> order;
   order.reserve(entries_.size());
   for (const auto& [key, e] : entries_) order.emplace_back(e.last_access_ms, &key);
-  std::sort(order.begin(), order.end(),
-            [](const auto& a, const auto& b) { return a.first != b.first ? a.first < b.first
-                                                                         : *a.second < *b.second; });
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : *a.second < *b.second;
+  });
   uint64_t remaining = bytes_;
   for (const auto& [access, key] : order) {
     if (remaining <= budget) break;

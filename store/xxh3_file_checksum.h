@@ -5,9 +5,9 @@
 // the MANIFEST, DB::VerifyFileChecksums covers every SST (and blob) file.
 #pragma once
 
-#include <memory>
-
 #include <rocksdb/file_checksum.h>
+
+#include <memory>
 
 namespace auxstore::store_internal {
 
