@@ -91,5 +91,28 @@ TEST_F(PipelineConcurrencyTest, ParallelRestoresOfOneSnapshot) {
   for (auto& d : dsts) ExpectSame(src, d);
 }
 
+// The same through two staging buffers with more reads ahead than buffers:
+// chunk 0 holds and in-order acquisition must keep every restore moving.
+TEST_F(PipelineConcurrencyTest, ParallelRestoresThroughTwoBuffersDoNotDeadlock) {
+  PipelineOptions o;
+  o.staging_buffers = 2;
+  o.staging_bytes = 4096;
+  o.io_threads = 3;
+  o.restore_read_ahead = 3;
+  o.snapshot_queue = 2;
+  o.snapshot_bytes = 1 << 20;
+  auto p = MakePipeline(o);
+  Sequence src = Filled(78);
+  ASSERT_TRUE(p->Snapshot(ns_, PrefixFromSeed(78), 1, src.sources(), stream_).ok());
+  ASSERT_TRUE(p->Flush().ok());
+  std::vector<Sequence> dsts;
+  std::vector<std::future<Status>> futures;
+  for (int i = 0; i < 8; ++i) dsts.push_back(Fresh());
+  for (auto& d : dsts) futures.push_back(p->Restore(ns_, PrefixFromSeed(78), d.targets(), stream_));
+  for (auto& f : futures) ASSERT_TRUE(f.get().ok());
+  for (auto& d : dsts) ExpectSame(src, d);
+  EXPECT_GT(p->stats().staging_waits, 0u);
+}
+
 }  // namespace
 }  // namespace auxstore
