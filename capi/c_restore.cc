@@ -64,12 +64,7 @@ int auxstore_pipeline_create(auxstore_t* db, auxstore_backend_t* backend, auxsto
   });
 }
 
-void auxstore_pipeline_destroy(auxstore_pipeline_t* pipeline) {
-  try {
-    delete pipeline;
-  } catch (...) {
-  }
-}
+void auxstore_pipeline_destroy(auxstore_pipeline_t* pipeline) { delete pipeline; }
 
 int auxstore_restore(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t prefix[16],
                      const auxstore_restore_target_t* targets, size_t n,

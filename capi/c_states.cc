@@ -69,12 +69,7 @@ int auxstore_backend_create(int kind, auxstore_backend_t** out, char** errmsg) {
   });
 }
 
-void auxstore_backend_destroy(auxstore_backend_t* backend) {
-  try {
-    delete backend;
-  } catch (...) {
-  }
-}
+void auxstore_backend_destroy(auxstore_backend_t* backend) { delete backend; }
 
 int auxstore_backend_kind(const auxstore_backend_t* backend) {
   return backend != nullptr ? static_cast<int>(backend->gpu->kind()) : -1;

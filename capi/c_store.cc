@@ -77,12 +77,8 @@ int auxstore_open(const char* path, const auxstore_options_t* options, auxstore_
   });
 }
 
-void auxstore_close(auxstore_t* db) {
-  try {
-    delete db;
-  } catch (...) {  // a destructor that throws would terminate; keep it here
-  }
-}
+// Destructors are noexcept: nothing can escape these deletes.
+void auxstore_close(auxstore_t* db) { delete db; }
 
 int auxstore_register_namespace(auxstore_t* db, const char* model_id,
                                 const auxstore_geometry_t* geometry, uint64_t* ns_out,

@@ -66,5 +66,6 @@ install(FILES
 # `cmake --install --prefix <anywhere>` gives a working file.
 set(_auxstore_pcdir "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 file(RELATIVE_PATH AUXSTORE_PC_TO_PREFIX "/prefix/${_auxstore_pcdir}" "/prefix")
+string(REGEX REPLACE "/$" "" AUXSTORE_PC_TO_PREFIX "${AUXSTORE_PC_TO_PREFIX}")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/auxstore.pc.in ${PROJECT_BINARY_DIR}/auxstore.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/auxstore.pc DESTINATION ${_auxstore_pcdir})
