@@ -145,8 +145,9 @@ TEST_F(VerifyTest, FindsEachPlantedCorruptionAndRepairRemovesExactlyThose) {
 
   CliRun rep = RunBinary({"verify", path(), "--repair", "--json"});
   ASSERT_EQ(rep.code, 1) << rep.out << rep.err;
+  const nlohmann::json repaired = rep.Json();
   std::set<std::string> removed;
-  for (const auto& c : rep.Json()["repair"]["removed"]) removed.insert(c["prefix"]);
+  for (const auto& c : repaired["repair"]["removed"]) removed.insert(c["prefix"]);
   EXPECT_EQ(removed, damaged);
   EXPECT_TRUE(rep.Json()["repair"]["not_repaired"].empty()) << rep.out;
 

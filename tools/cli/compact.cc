@@ -1,6 +1,8 @@
 #include "tools/cli/compact.h"
 
+#include <fcntl.h>
 #include <rocksdb/convenience.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <set>
@@ -121,9 +123,29 @@ Status CompactEverything(RawDb& raw) {
   return FromRocksStatus(raw.db()->FlushWAL(true), "sync the WAL");
 }
 
+// Another process holding RocksDB's LOCK (an fcntl lock) is a live writer.
+Status CheckNoOtherWriter(const std::string& path) {
+  const std::string lock = path + "/LOCK";
+  int fd = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::Ok();  // no lock file: no writer (Open reports the rest)
+  struct flock fl {};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  const int rc = ::fcntl(fd, F_GETLK, &fl);
+  ::close(fd);
+  if (rc == 0 && fl.l_type != F_UNLCK) {
+    return Status::Busy("compact needs the store to itself, but " + path +
+                        " is open for writing by process " + std::to_string(fl.l_pid) +
+                        "; stop the writer and try again");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<CompactReport> CompactStore(const std::string& path, const CompactOptions& options) {
+  // Before any open: even a refused RocksDB open rotates the writer's LOG.
+  AUXSTORE_RETURN_IF_ERROR(CheckNoOtherWriter(path));
   CompactReport r;
   r.disk_bytes_before = DirectoryBytes(path);
   AUXSTORE_RETURN_IF_ERROR(EraseUnwanted(path, options, &r));

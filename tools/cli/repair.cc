@@ -33,8 +33,10 @@ Result<RepairReport> RepairStore(const std::string& path, const VerifyReport& re
     o.accept_data_loss = options.accept_data_loss;
     AUXSTORE_ASSIGN_OR_RETURN(auto store, Store::Open(o, path));
     for (const CorruptSnapshot& c : report.corrupt) {
-      AUXSTORE_RETURN_IF_ERROR(store->Quarantine(c.ns, c.prefix, Status::Corruption(c.why))
-                                   .WithContext("quarantine " + c.prefix.ToHex()));
+      // Quarantine returns `why` when it removed the manifest.
+      const Status why = Status::Corruption(c.why);
+      Status q = store->Quarantine(c.ns, c.prefix, why);
+      if (!q.ok() && q != why) return q.WithContext("quarantine " + c.prefix.ToHex());
     }
   }
   if (report.watermark_lost) {
