@@ -12,6 +12,7 @@
 #include "bench/baselines.h"
 #include "bench/file_per_blob.h"
 #include "bench/measure.h"
+#include "bench/pipeline_contender.h"
 #include "bench/store_contender.h"
 #include "bench/workload.h"
 
@@ -48,7 +49,8 @@ nlohmann::json RunWorkload(const Config& c, const Workload& w) {
   FilePerBlob fpb(c.dir + "/file-per-blob");
   StoreContender aux(c.dir + "/store");
   std::map<std::string, std::vector<double>> t;
-  std::vector<double> wa_sync, wa_async;
+  std::vector<double> wa_sync, wa_async, rss_growth;
+  uint64_t staging_bound = 0;
   for (int run = 0; run < c.runs; ++run) {
     // Interleaved per run so drift on a shared machine hits every contender.
     t["raw write+fdatasync"].push_back(RawWrite(raw_file, data.All()));
@@ -66,6 +68,12 @@ nlohmann::json RunWorkload(const Config& c, const Workload& w) {
     wa_sync.push_back(s.amplification);
     t["auxstore read (cold)"].push_back(aux.ReadLayers(data, true));
     t["auxstore read (warm)"].push_back(aux.ReadLayers(data, false));
+    PipelineRestore pc = RestoreThroughPipeline(c.dir + "/store", data, true);
+    t["auxstore restore pipeline (cold)"].push_back(pc.seconds);
+    t["auxstore restore pipeline (warm)"].push_back(
+        RestoreThroughPipeline(c.dir + "/store", data, false).seconds);
+    rss_growth.push_back(static_cast<double>(pc.peak_rss_growth_bytes));
+    staging_bound = pc.staging_bound_bytes;
   }
   std::filesystem::remove(raw_file);
   auto g = [&](const std::string& k) { return Rate(t[k], n); };
@@ -89,7 +97,14 @@ nlohmann::json RunWorkload(const Config& c, const Workload& w) {
       {"sync write / file-per-blob", ratio("auxstore write sync", "file-per-blob write")},
       {"cold read / file-per-blob", ratio("auxstore read (cold)", "file-per-blob read (cold)")},
       {"warm read / file-per-blob", ratio("auxstore read (warm)", "file-per-blob read (warm)")},
+      {"pipeline cold restore / raw read",
+       ratio("auxstore restore pipeline (cold)", "raw read (cold)")},
+      {"pipeline warm restore / memcpy", ratio("auxstore restore pipeline (warm)", "memcpy")},
+      {"pipeline cold restore / file-per-blob",
+       ratio("auxstore restore pipeline (cold)", "file-per-blob read (cold)")},
   };
+  j["restore_memory"] = {{"staging_bound_bytes", staging_bound},
+                         {"peak_rss_growth_bytes", Summarize(rss_growth).median}};
   return j;
 }
 
@@ -107,6 +122,9 @@ void PrintWorkload(const nlohmann::json& j) {
               j["write_amplification"]["async"].get<double>());
   for (auto& [k, v] : j["ratios"].items())
     std::printf("| %s | %.2f |\n", k.c_str(), v.get<double>());
+  std::printf("\nrestore peak RSS growth %.1f MiB (staging bound %.1f MiB)\n",
+              j["restore_memory"]["peak_rss_growth_bytes"].get<double>() / 1048576.0,
+              j["restore_memory"]["staging_bound_bytes"].get<double>() / 1048576.0);
 }
 
 int Main(int argc, char** argv) {

@@ -64,6 +64,7 @@ void DropPageCache(const std::string& path) {
 }
 
 uint64_t PeakRssBytes() { return ProcField("/proc/self/status", "VmHWM:") * 1024; }
+uint64_t RssBytes() { return ProcField("/proc/self/status", "VmRSS:") * 1024; }
 
 bool ResetPeakRss() {
   FILE* f = std::fopen("/proc/self/clear_refs", "w");

@@ -38,6 +38,7 @@ void DropPageCache(const std::string& path);
 // Peak resident set size of this process so far (VmHWM), and a reset of it
 // (writes 5 to /proc/self/clear_refs; returns false where not permitted).
 uint64_t PeakRssBytes();
+uint64_t RssBytes();
 bool ResetPeakRss();
 
 // Fills with pseudo-random bytes (incompressible, cheap to generate).

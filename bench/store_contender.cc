@@ -27,6 +27,9 @@ Prefix NthPrefix(uint64_t n) {
 
 }  // namespace
 
+NamespaceId BenchNamespace() { return NamespaceFingerprint(BenchSpec()); }
+Prefix BenchPrefix(uint64_t n) { return NthPrefix(n); }
+
 WriteResult StoreContender::Write(const WorkloadData& data, Durability mode) {
   std::filesystem::remove_all(dir_);
   Options o;

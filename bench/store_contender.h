@@ -11,6 +11,10 @@
 
 namespace auxstore::bench {
 
+// The namespace and prefixes the contenders write under.
+NamespaceId BenchNamespace();
+Prefix BenchPrefix(uint64_t snapshot);
+
 struct WriteResult {
   double seconds = -1;       // until every PutSnapshot returned (async: plus Flush)
   double amplification = 0;  // bytes the process wrote to disk / payload bytes
