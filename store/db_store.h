@@ -70,6 +70,7 @@ class DbStore final : public Store {
 
   // ---- open (db_store_open.cc)
   Status OpenDb();
+  Status CheckNotLockedElsewhere();
   Status CheckFormatVersion(bool fresh);
   Status CheckWatermark(bool fresh);
   Status LoadMetaCounters();

@@ -1,4 +1,6 @@
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -118,6 +120,8 @@ Status DbStore::OpenDb() {
     }
   }
 
+  if (!fresh && !options_.read_only) AUXSTORE_RETURN_IF_ERROR(CheckNotLockedElsewhere());
+
   rocksdb::DB* raw = nullptr;
   rocksdb::Status rs;
   if (options_.read_only) {
@@ -143,6 +147,24 @@ Status DbStore::OpenDb() {
     fs::create_directory(path_ + "/" + kIngestDir, ec);
     if (ec) return Status::IOError("create " + path_ + "/" + kIngestDir + ": " + ec.message());
     ::chmod((path_ + "/" + kIngestDir).c_str(), 0700);
+  }
+  return Status::Ok();
+}
+
+// Refuses before RocksDB touches the directory (it would create or rotate
+// its LOG even when the lock then fails): another process holds the LOCK.
+Status DbStore::CheckNotLockedElsewhere() {
+  const std::string lock_file = path_ + "/LOCK";
+  int fd = ::open(lock_file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::Ok();  // none yet: nobody holds it
+  struct flock probe = {};
+  probe.l_type = F_WRLCK;
+  probe.l_whence = SEEK_SET;
+  const int rc = ::fcntl(fd, F_GETLK, &probe);
+  ::close(fd);
+  if (rc == 0 && probe.l_type != F_UNLCK) {
+    return Status::Busy("store " + path_ + " is open for writing by another process (pid " +
+                        std::to_string(probe.l_pid) + ")");
   }
   return Status::Ok();
 }
@@ -219,6 +241,13 @@ Status DbStore::CheckWatermark(bool fresh) {
   if (options_.read_only) return Status::Ok();
   // Everything recovered is now durable in RocksDB's files: vouch for it.
   AUXSTORE_RETURN_IF_ERROR(Guard(db_->SyncWAL(), "sync the WAL at open"));
+  if (lost_commits_at_open_ > 0) {
+    // The loss was accepted: the watermark comes down to what is really
+    // there, so later opens check new commits against the truth.
+    AUXSTORE_RETURN_IF_ERROR(WriteWatermark(path_, commit_seq_));
+    watermark_ = commit_seq_;
+    return Status::Ok();
+  }
   return AdvanceWatermark(commit_seq_);
 }
 

@@ -4,6 +4,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <csignal>
+#include <filesystem>
+
 #include "auxstore/blob_hash.h"
 #include "auxstore/store.h"
 #include "tests/support/test_util.h"
@@ -301,6 +305,36 @@ TEST_F(StoreTest, SecondWriterIsRefusedAsBusy) {
   auto second = Store::Open(options_, dir_.path());
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), StatusCode::kBusy) << second.status().ToString();
+}
+
+TEST_F(StoreTest, WriterInAnotherProcessMakesOpenBusyAndTheDirectoryIsUntouched) {
+  store_.reset();
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto s = Store::Open(options_, dir_.path());
+    char c = s.ok() ? 'y' : 'n';
+    (void)!::write(ready[1], &c, 1);
+    ::pause();  // hold the store until killed
+    ::_exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ASSERT_EQ(c, 'y');
+  std::vector<std::string> before;
+  for (auto& e : std::filesystem::directory_iterator(dir_.path())) before.push_back(e.path());
+  auto second = Store::Open(options_, dir_.path());
+  std::vector<std::string> after;
+  for (auto& e : std::filesystem::directory_iterator(dir_.path())) after.push_back(e.path());
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kBusy) << second.status().ToString();
+  std::sort(before.begin(), before.end());
+  std::sort(after.begin(), after.end());
+  EXPECT_EQ(before, after) << "a refused open must not create or rotate files";
 }
 
 TEST(StoreOpenTest, OpenRefusesBadOptionsAndMissingStores) {

@@ -73,6 +73,14 @@ TEST_F(StoreDurabilityTest, LostCommitsAreDetectedAtOpen) {
   Open();
   EXPECT_EQ(store_->Stats().lost_commits_at_open, 4u);
   EXPECT_TRUE(store_->GetManifest(ns_, PrefixFromSeed(1)).ok());
+  // Accepting the loss brings the watermark down to what is there: a normal
+  // open works again and new commits are vouched for from there on.
+  EXPECT_EQ(store_->Stats().durable_watermark, 1u);
+  PutOpaque(PrefixFromSeed(2), 100, 2);
+  options_.accept_data_loss = false;
+  Reopen();
+  EXPECT_EQ(store_->Stats().durable_watermark, 2u);
+  EXPECT_TRUE(store_->GetManifest(ns_, PrefixFromSeed(2)).ok());
 }
 
 TEST_F(StoreDurabilityTest, MissingOrDamagedWatermarkIsRefused) {
