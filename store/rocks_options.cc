@@ -3,6 +3,7 @@
 #include <rocksdb/cache.h>
 #include <rocksdb/file_system.h>
 #include <rocksdb/filter_policy.h>
+#include <rocksdb/listener.h>
 #include <rocksdb/table.h>
 
 #include "store/buffer_pool_allocator.h"
@@ -11,6 +12,21 @@
 
 namespace auxstore::store_internal {
 namespace {
+
+// Turns off RocksDB's automatic recovery from background errors (NoSpace via
+// the SstFileManager, retryable I/O errors via the resume thread). The store
+// fences the handle after a failed write and recovers by reopening; 7.8.3's
+// DBImpl::ResumeImpl aborts the process after a failed MANIFEST write (live
+// assert `!versions_->descriptor_log_`), found by tests/reliability/
+// io_fault_test (ENOSPC/EIO injected on MANIFEST writes).
+class NoAutoRecovery : public rocksdb::EventListener {
+ public:
+  void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason, rocksdb::Status bg_error,
+                            bool* auto_recovery) override {
+    bg_error.PermitUncheckedError();
+    *auto_recovery = false;
+  }
+};
 
 rocksdb::ColumnFamilyOptions BaseCfOptions(std::shared_ptr<rocksdb::Cache> cache) {
   rocksdb::ColumnFamilyOptions cf;
@@ -51,6 +67,9 @@ RocksSetup MakeRocksSetup(std::shared_ptr<rocksdb::FileSystem> base_fs) {
   // Obsolete WAL files are deleted right away: snapshot data is ingested,
   // the WAL only ever holds small snapshots and manifests.
   db.max_total_wal_size = 64u << 20;
+  // No automatic recovery from background errors (see NoAutoRecovery).
+  db.max_bgerror_resume_count = 0;
+  db.listeners.push_back(std::make_shared<NoAutoRecovery>());
 
   // A small cache for manifests and metadata; its allocator recycles the
   // multi-MiB read buffers of chunk records, which bypass it (fill_cache off).
