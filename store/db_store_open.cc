@@ -10,6 +10,7 @@
 #include "format/byte_order.h"
 #include "format/envelope.h"
 #include "store/db_store.h"
+#include "store/deferred_delete_fs.h"
 #include "store/meta_keys.h"
 #include "store/open_on_file_system.h"
 #include "store/watermark.h"
@@ -128,6 +129,16 @@ Status DbStore::OpenDb() {
     rs = rocksdb::DB::OpenForReadOnly(setup_.db, path_, setup_.cfs, &cf_, &raw);
   } else {
     rs = rocksdb::DB::Open(setup_.db, path_, setup_.cfs, &cf_, &raw);
+    if (!rs.ok()) {
+      // Table files RocksDB dropped after a failed write may be named by its
+      // MANIFEST after all (deferred_delete_fs.h): put them back and retry.
+      auto restored = RestoreTrash(path_);
+      if (restored.ok() && *restored > 0) {
+        cf_.clear();
+        rs = rocksdb::DB::Open(setup_.db, path_, setup_.cfs, &cf_, &raw);
+      }
+    }
+    if (rs.ok()) PurgeTrash(path_);  // RocksDB removed what it does not name
   }
   if (!rs.ok()) {
     if (rs.IsIOError() && rs.ToString().find("lock") != std::string::npos) {

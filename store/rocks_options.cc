@@ -7,6 +7,7 @@
 #include <rocksdb/table.h>
 
 #include "store/buffer_pool_allocator.h"
+#include "store/deferred_delete_fs.h"
 #include "store/owner_only_fs.h"
 #include "store/xxh3_file_checksum.h"
 
@@ -45,7 +46,8 @@ rocksdb::ColumnFamilyOptions BaseCfOptions(std::shared_ptr<rocksdb::Cache> cache
 RocksSetup MakeRocksSetup(std::shared_ptr<rocksdb::FileSystem> base_fs) {
   RocksSetup s;
   if (!base_fs) base_fs = rocksdb::FileSystem::Default();
-  s.env = rocksdb::NewCompositeEnv(NewOwnerOnlyFileSystem(std::move(base_fs)));
+  s.env = rocksdb::NewCompositeEnv(
+      NewDeferredDeleteFileSystem(NewOwnerOnlyFileSystem(std::move(base_fs))));
 
   rocksdb::DBOptions& db = s.db;
   db.env = s.env.get();
