@@ -20,9 +20,12 @@ std::string Num(uint64_t v) { return std::to_string(v); }
 
 std::string_view KindName(Kind kind) {
   switch (kind) {
-    case Kind::kQsa: return "QSA";
-    case Kind::kDsa: return "DSA";
-    case Kind::kOpaque: return "opaque";
+    case Kind::kQsa:
+      return "QSA";
+    case Kind::kDsa:
+      return "DSA";
+    case Kind::kOpaque:
+      return "opaque";
   }
   return "unknown";
 }
@@ -133,15 +136,14 @@ Result<DsaBlobView> DecodeDsaBlob(ByteSpan blob, const DsaGeometry& geo) {
                      blob.subspan(l.gate_offset, l.key_bytes), blob.subspan(l.valid_offset, l.len)};
 }
 
-Result<std::vector<uint8_t>> EncodeDsaBlob(uint64_t len, uint32_t index_head_dim,
-                                           ByteSpan k_normed, ByteSpan gate, ByteSpan valid) {
+Result<std::vector<uint8_t>> EncodeDsaBlob(uint64_t len, uint32_t index_head_dim, ByteSpan k_normed,
+                                           ByteSpan gate, ByteSpan valid) {
   AUXSTORE_ASSIGN_OR_RETURN(DsaLayout l, DsaBlobLayout(len, index_head_dim));
   if (k_normed.size() != l.key_bytes || gate.size() != l.key_bytes || valid.size() != len) {
-    return Status::InvalidArgument("DSA parts are " + Num(k_normed.size()) + "/" +
-                                   Num(gate.size()) + "/" + Num(valid.size()) + " bytes, " +
-                                   Num(len) + " rows at head_dim " + Num(index_head_dim) +
-                                   " need " + Num(l.key_bytes) + "/" + Num(l.key_bytes) + "/" +
-                                   Num(len));
+    return Status::InvalidArgument(
+        "DSA parts are " + Num(k_normed.size()) + "/" + Num(gate.size()) + "/" + Num(valid.size()) +
+        " bytes, " + Num(len) + " rows at head_dim " + Num(index_head_dim) + " need " +
+        Num(l.key_bytes) + "/" + Num(l.key_bytes) + "/" + Num(len));
   }
   std::vector<uint8_t> blob(l.total_bytes);
   PutLE64(blob.data(), len);
@@ -158,9 +160,12 @@ Result<std::vector<uint8_t>> EncodeDsaBlob(uint64_t len, uint32_t index_head_dim
 
 size_t BlobHeadBytes(Kind kind) {
   switch (kind) {
-    case Kind::kQsa: return kQsaHeaderBytes;
-    case Kind::kDsa: return kDsaHeaderBytes;
-    case Kind::kOpaque: return 0;
+    case Kind::kQsa:
+      return kQsaHeaderBytes;
+    case Kind::kDsa:
+      return kDsaHeaderBytes;
+    case Kind::kOpaque:
+      return 0;
   }
   return 0;
 }

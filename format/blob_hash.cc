@@ -17,7 +17,9 @@ BlobHasher::~BlobHasher() = default;
 BlobHasher::BlobHasher(BlobHasher&&) noexcept = default;
 BlobHasher& BlobHasher::operator=(BlobHasher&&) noexcept = default;
 
-void BlobHasher::Update(ByteSpan bytes) { XXH3_64bits_update(state_->s, bytes.data(), bytes.size()); }
+void BlobHasher::Update(ByteSpan bytes) {
+  XXH3_64bits_update(state_->s, bytes.data(), bytes.size());
+}
 uint64_t BlobHasher::Digest() const { return XXH3_64bits_digest(state_->s); }
 uint64_t BlobHasher::Hash(ByteSpan bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
 

@@ -91,7 +91,9 @@ Status ChecksumMismatch(uint64_t stored, uint64_t actual) {
 
 }  // namespace
 
-bool IsKnownRecordKind(uint8_t raw) { return (raw >= 1 && raw <= 3) || (raw >= 0x10 && raw <= 0x12); }
+bool IsKnownRecordKind(uint8_t raw) {
+  return (raw >= 1 && raw <= 3) || (raw >= 0x10 && raw <= 0x12);
+}
 
 RecordKind ChunkRecordKind(Kind kind) { return static_cast<RecordKind>(kind); }
 

@@ -107,8 +107,7 @@ Result<Manifest> DecodeManifest(ByteSpan payload) {
   for (uint32_t i = 0; i < n_layers; ++i) {
     LayerEntry& l = m.layers[i];
     uint8_t kind = 0;
-    (void)(r.U32(&l.layer) && r.U8(&kind) && r.U64(&l.bytes) && r.U32(&l.chunks) &&
-           r.U64(&l.xxh3));
+    (void)(r.U32(&l.layer) && r.U8(&kind) && r.U64(&l.bytes) && r.U32(&l.chunks) && r.U64(&l.xxh3));
     if (!IsKnownKind(kind)) {
       return Status::Corruption("manifest layer " + std::to_string(l.layer) + " has unknown kind " +
                                 std::to_string(kind));

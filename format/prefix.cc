@@ -112,7 +112,8 @@ TokenDigest DigestTokens(std::span<const uint32_t> tokens, uint64_t salt) {
   uint8_t secret[XXH3_SECRET_SIZE_MIN * 2];
   const std::string label = "auxstore.token-digest.v1";
   XXH3_generateSecret(secret, sizeof secret, label.data(), label.size());
-  for (size_t i = 0; i < sizeof secret; ++i) secret[i] ^= static_cast<uint8_t>(salt >> (8 * (i % 8)));
+  for (size_t i = 0; i < sizeof secret; ++i)
+    secret[i] ^= static_cast<uint8_t>(salt >> (8 * (i % 8)));
   XXH3_state_t* st = XXH3_createState();
   XXH3_128bits_reset_withSecret(st, secret, sizeof secret);
   std::string le;

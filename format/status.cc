@@ -4,17 +4,28 @@ namespace auxstore {
 
 std::string_view StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "OK";
-    case StatusCode::kNotFound: return "NotFound";
-    case StatusCode::kCorruption: return "Corruption";
-    case StatusCode::kInvalidArgument: return "InvalidArgument";
-    case StatusCode::kOutOfRange: return "OutOfRange";
-    case StatusCode::kCapacity: return "Capacity";
-    case StatusCode::kIOError: return "IOError";
-    case StatusCode::kBusy: return "Busy";
-    case StatusCode::kUnavailable: return "Unavailable";
-    case StatusCode::kNotSupported: return "NotSupported";
-    case StatusCode::kInternal: return "Internal";
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kNotFound:
+      return "NotFound";
+    case StatusCode::kCorruption:
+      return "Corruption";
+    case StatusCode::kInvalidArgument:
+      return "InvalidArgument";
+    case StatusCode::kOutOfRange:
+      return "OutOfRange";
+    case StatusCode::kCapacity:
+      return "Capacity";
+    case StatusCode::kIOError:
+      return "IOError";
+    case StatusCode::kBusy:
+      return "Busy";
+    case StatusCode::kUnavailable:
+      return "Unavailable";
+    case StatusCode::kNotSupported:
+      return "NotSupported";
+    case StatusCode::kInternal:
+      return "Internal";
   }
   return "Unknown";
 }

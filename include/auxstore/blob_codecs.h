@@ -71,8 +71,8 @@ struct DsaBlobView {
 Result<DsaBlobView> DecodeDsaBlob(ByteSpan blob, const DsaGeometry& geo);
 
 // Builds a blob from `len` rows; each part must have its exact size.
-Result<std::vector<uint8_t>> EncodeDsaBlob(uint64_t len, uint32_t index_head_dim,
-                                           ByteSpan k_normed, ByteSpan gate, ByteSpan valid);
+Result<std::vector<uint8_t>> EncodeDsaBlob(uint64_t len, uint32_t index_head_dim, ByteSpan k_normed,
+                                           ByteSpan gate, ByteSpan valid);
 
 // ---- Any kind --------------------------------------------------------------
 

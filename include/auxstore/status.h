@@ -20,8 +20,8 @@ enum class StatusCode : int {
   kNotFound = 1,
   kCorruption = 2,
   kInvalidArgument = 3,
-  kOutOfRange = 4,   // a size or count beyond what the target can hold
-  kCapacity = 5,     // the store or a queue is full; the call was shed
+  kOutOfRange = 4,  // a size or count beyond what the target can hold
+  kCapacity = 5,    // the store or a queue is full; the call was shed
   kIOError = 6,
   kBusy = 7,         // another process or writer holds what was asked for
   kUnavailable = 8,  // the handle cannot serve this now (fenced, read-only, closed)
@@ -80,7 +80,7 @@ std::string_view StatusCodeName(StatusCode code);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit
+  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}        // NOLINT: implicit
   Result(Status status) : v_(std::in_place_index<1>, std::move(status)) {  // NOLINT: implicit
     assert(!std::get<1>(v_).ok() && "a Result built from a Status must carry an error");
     if (std::get<1>(v_).ok()) v_.template emplace<1>(Status::Internal("Result from OK status"));
@@ -110,10 +110,10 @@ class [[nodiscard]] Result {
 }  // namespace auxstore
 
 // Early-return helpers for implementation files.
-#define AUXSTORE_RETURN_IF_ERROR(expr)          \
-  do {                                          \
-    ::auxstore::Status _aux_st = (expr);        \
-    if (!_aux_st.ok()) return _aux_st;          \
+#define AUXSTORE_RETURN_IF_ERROR(expr)   \
+  do {                                   \
+    ::auxstore::Status _aux_st = (expr); \
+    if (!_aux_st.ok()) return _aux_st;   \
   } while (0)
 
 #define AUXSTORE_CONCAT_INNER(a, b) a##b

@@ -70,22 +70,22 @@ struct PutOptions {
 };
 
 struct StoreStats {
-  uint64_t snapshots = 0;        // visible snapshots
-  uint64_t payload_bytes = 0;    // their layer bytes
-  uint64_t hits = 0;             // LongestPrefix/GetManifest that found a snapshot
+  uint64_t snapshots = 0;      // visible snapshots
+  uint64_t payload_bytes = 0;  // their layer bytes
+  uint64_t hits = 0;           // LongestPrefix/GetManifest that found a snapshot
   uint64_t misses = 0;
-  uint64_t puts = 0;             // snapshots written by this handle
-  uint64_t duplicate_puts = 0;   // puts of a prefix already present (no-ops)
-  uint64_t evictions = 0;        // LRU evictions by this handle
-  uint64_t expirations = 0;      // TTL expirations by this handle
-  uint64_t quarantines = 0;      // snapshots quarantined for corruption (persisted)
-  uint64_t orphans_seen = 0;     // record groups without a manifest found by sweeps
+  uint64_t puts = 0;            // snapshots written by this handle
+  uint64_t duplicate_puts = 0;  // puts of a prefix already present (no-ops)
+  uint64_t evictions = 0;       // LRU evictions by this handle
+  uint64_t expirations = 0;     // TTL expirations by this handle
+  uint64_t quarantines = 0;     // snapshots quarantined for corruption (persisted)
+  uint64_t orphans_seen = 0;    // record groups without a manifest found by sweeps
   uint64_t orphans_removed = 0;
-  uint64_t commit_seq = 0;       // commits recovered + made since creation
+  uint64_t commit_seq = 0;  // commits recovered + made since creation
   uint64_t durable_watermark = 0;
   uint64_t lost_commits_at_open = 0;  // watermark - recovered, when accept_data_loss
-  bool index_ready = false;      // the background LRU index has loaded
-  bool fenced = false;           // a write failed; reopen to write again
+  bool index_ready = false;           // the background LRU index has loaded
+  bool fenced = false;                // a write failed; reopen to write again
 };
 
 // A snapshot as listed: its key and manifest.
@@ -163,8 +163,10 @@ class Store {
   };
   // LongestPrefix over every block boundary of `tokens` (PrefixHashes), with
   // the manifest's token digest checked when it has one.
-  virtual Result<std::optional<TokenMatch>> LongestPrefixForTokens(
-      NamespaceId ns, std::span<const uint32_t> tokens, uint32_t block_size, uint64_t salt) = 0;
+  virtual Result<std::optional<TokenMatch>> LongestPrefixForTokens(NamespaceId ns,
+                                                                   std::span<const uint32_t> tokens,
+                                                                   uint32_t block_size,
+                                                                   uint64_t salt) = 0;
 
   // Removes a snapshot: manifest first (durably), then its records.
   virtual Status Erase(NamespaceId ns, const Prefix& prefix) = 0;

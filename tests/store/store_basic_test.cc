@@ -50,8 +50,8 @@ class StoreTest : public ::testing::Test {
 
 TEST_F(StoreTest, OpaqueLayersRoundTripAcrossSizesAndChunkBoundaries) {
   const size_t chunk = options_.chunk_bytes;
-  const std::vector<size_t> sizes = {0, 1, 17, chunk - 1, chunk, chunk + 1, 3 * chunk,
-                                     5 * chunk + 123};
+  const std::vector<size_t> sizes = {0,     1,         17,        chunk - 1,
+                                     chunk, chunk + 1, 3 * chunk, 5 * chunk + 123};
   uint64_t seed = 1;
   for (size_t size : sizes) {
     auto blob = RandomBytes(size, seed);
@@ -75,13 +75,22 @@ TEST_F(StoreTest, ManyLayersOfEveryKindRoundTripAfterReopen) {
   std::vector<LayerBlob> layers;
   for (uint32_t i = 0; i < 128; ++i) {
     switch (i % 3) {
-      case 0: blobs.push_back(QsaBlob(spec, 100 + i, (100 + i) / 4, i)); break;
-      case 1: blobs.push_back(DsaBlob(spec, 50 + i, i)); break;
-      default: blobs.push_back(RandomBytes(1000 * i, i)); break;
+      case 0:
+        blobs.push_back(QsaBlob(spec, 100 + i, (100 + i) / 4, i));
+        break;
+      case 1:
+        blobs.push_back(DsaBlob(spec, 50 + i, i));
+        break;
+      default:
+        blobs.push_back(RandomBytes(1000 * i, i));
+        break;
     }
   }
   for (uint32_t i = 0; i < 128; ++i) {
-    layers.push_back({i, i % 3 == 0 ? Kind::kQsa : i % 3 == 1 ? Kind::kDsa : Kind::kOpaque,
+    layers.push_back({i,
+                      i % 3 == 0   ? Kind::kQsa
+                      : i % 3 == 1 ? Kind::kDsa
+                                   : Kind::kOpaque,
                       blobs[i]});
   }
   const Prefix p = PrefixFromSeed(42);
@@ -251,16 +260,20 @@ TEST_F(StoreTest, LongestPrefixForTokensChecksTheTokenDigest) {
 TEST_F(StoreTest, EraseRemovesTheSnapshotAndListSeesWhatIsLeft) {
   auto blob = RandomBytes(200, 1);
   LayerBlob l{0, Kind::kOpaque, blob};
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(store_->PutSnapshot(ns_, PrefixFromSeed(i), 1, {&l, 1}).ok());
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(store_->PutSnapshot(ns_, PrefixFromSeed(i), 1, {&l, 1}).ok());
   ASSERT_TRUE(store_->Erase(ns_, PrefixFromSeed(2)).ok());
   EXPECT_TRUE(store_->Erase(ns_, PrefixFromSeed(2)).IsNotFound());
   EXPECT_TRUE(store_->GetLayer(ns_, PrefixFromSeed(2), 0).status().IsNotFound());
   int n = 0;
-  ASSERT_TRUE(store_->List(ns_, [&](const SnapshotInfo& info) {
-                       EXPECT_NE(info.prefix, PrefixFromSeed(2));
-                       ++n;
-                       return true;
-                     }).ok());
+  ASSERT_TRUE(store_
+                  ->List(ns_,
+                         [&](const SnapshotInfo& info) {
+                           EXPECT_NE(info.prefix, PrefixFromSeed(2));
+                           ++n;
+                           return true;
+                         })
+                  .ok());
   EXPECT_EQ(n, 4);
 }
 

@@ -49,7 +49,7 @@ TEST_F(StoreCapacityTest, RecencySurvivesAReopen) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   ASSERT_TRUE(store_->GetManifest(ns_, PrefixFromSeed(0)).ok());  // 1 is now the LRU
-  Reopen();  // Close persists recency
+  Reopen();                                                       // Close persists recency
   while (!store_->Stats().index_ready) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   ASSERT_TRUE(store_->RunMaintenance().ok());
   EXPECT_TRUE(store_->GetManifest(ns_, PrefixFromSeed(1)).status().IsNotFound());

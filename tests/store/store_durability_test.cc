@@ -103,8 +103,9 @@ TEST_F(StoreDurabilityTest, StoreOfANewerFormatVersionIsRefused) {
     RawDb raw(path());
     rocksdb::WriteOptions wo;
     wo.sync = true;
-    ASSERT_TRUE(raw.db->Put(wo, raw.cfs[si::kMeta], si::kFormatVersionKey,
-                            si::EncodeMetaU64(si::kFormatVersionKey, 2))
+    ASSERT_TRUE(raw.db
+                    ->Put(wo, raw.cfs[si::kMeta], si::kFormatVersionKey,
+                          si::EncodeMetaU64(si::kFormatVersionKey, 2))
                     .ok());
   }
   auto s = Store::Open(options_, path());
@@ -146,8 +147,9 @@ TEST_F(StoreDurabilityTest, OrphanRecordsOfAnInterruptedIngestAreSwept) {
     const std::string key = it->key().ToString();
     it.reset();
     ASSERT_TRUE(raw.db->Delete(wo, raw.cfs[si::kManifests], key).ok());
-    ASSERT_TRUE(raw.db->Put(wo, raw.cfs[si::kMeta], si::kIntentPrefix + key,
-                            si::EncodeMeta(si::kIntentPrefix + key, ""))
+    ASSERT_TRUE(raw.db
+                    ->Put(wo, raw.cfs[si::kMeta], si::kIntentPrefix + key,
+                          si::EncodeMeta(si::kIntentPrefix + key, ""))
                     .ok());
   }
   options_.accept_data_loss = true;  // the manifest delete bypassed the commit counter: fine here

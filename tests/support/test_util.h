@@ -55,7 +55,7 @@ inline Prefix PrefixFromSeed(uint64_t seed) {
 inline NamespaceSpec TestSpec(std::string model = "test-model") {
   NamespaceSpec s;
   s.model_id = std::move(model);
-  s.qsa = {/*hd=*/64, /*max_tokens=*/4096, /*ratio=*/4, /*rot=*/32, /*theta=*/10000.0f,
+  s.qsa = {/*hd=*/64,    /*max_tokens=*/4096, /*ratio=*/4, /*rot=*/32, /*theta=*/10000.0f,
            /*eps=*/1e-6f};
   s.dsa = {/*index_head_dim=*/32, /*capacity=*/4096};
   return s;
