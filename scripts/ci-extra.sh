@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# CI checks beyond the README's test command: formatting, the concurrency
-# tests under TSan, the unit suite under ASan+UBSan.
+# CI checks beyond the README's test command (which already ran every test,
+# the reliability battery's bounded defaults included): formatting, the
+# concurrency tests under TSan, the unit tests under ASan+UBSan, and each
+# libFuzzer target for a bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,10 +12,17 @@ clang-format --dry-run --Werror $files
 echo "clang-format: $(echo "$files" | wc -l) files clean"
 
 echo "== TSan: concurrency tests"
-scripts/build.sh build-tsan -DAUXSTORE_SANITIZE=thread -DAUXSTORE_CUDA=OFF
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAUXSTORE_SANITIZE=thread \
+  -DAUXSTORE_CUDA=OFF >/dev/null
+cmake --build build-tsan -j"${AUXSTORE_JOBS:-2}" --target store_concurrency_test \
+  gpu_pipeline_concurrency_test
 (cd build-tsan && TSAN_OPTIONS="ignore_noninstrumented_modules=1 halt_on_error=1" \
    ctest --output-on-failure -L concurrency --timeout 900)
 
 echo "== ASan+UBSan: unit tests"
 scripts/build.sh build-asan -DAUXSTORE_SANITIZE=address,undefined -DAUXSTORE_CUDA=OFF
-(cd build-asan && ASAN_OPTIONS="detect_leaks=1" ctest --output-on-failure -j2 -L unit --timeout 900)
+(cd build-asan && ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1" \
+   ctest --output-on-failure -j2 -L unit --timeout 900)
+
+echo "== fuzzers"
+scripts/ci-reliability.sh --fuzz-only

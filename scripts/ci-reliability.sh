@@ -6,11 +6,15 @@
 #   2. clang build with -DAUXSTORE_FUZZ=ON, each libFuzzer target run from its
 #      committed seed corpus for FUZZ_SECONDS (default 30); any crash fails.
 # Environment: AUXSTORE_RELIABILITY_CYCLES (soak), FUZZ_SECONDS, AUXSTORE_JOBS.
+# --fuzz-only skips step 1 (CI: scripts/test.sh already ran the battery).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${AUXSTORE_JOBS:-2}
 fuzz_seconds=${FUZZ_SECONDS:-30}
+fuzz_only=0
+[ "${1:-}" = "--fuzz-only" ] && fuzz_only=1
 
+if [ "$fuzz_only" -eq 0 ]; then
 echo "== reliability battery (build-rel)"
 cmake -S . -B build-rel -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAUXSTORE_CUDA=OFF >/dev/null
 cmake --build build-rel -j"$jobs" --target kill9_test power_loss_test io_fault_test \
@@ -26,6 +30,7 @@ if [ "$rc" -ne 0 ]; then
   echo "reliability battery FAILED (full log: build-rel/reliability.log)"
   grep -E "Failure|error:|Expected|Which is" build-rel/reliability.log | head -40 || true
   exit 1
+fi
 fi
 
 echo "== fuzzers (build-fuzz, ${fuzz_seconds}s each)"
