@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/baselines.h"
+#include "bench/blobdb_contender.h"
 #include "bench/file_per_blob.h"
 #include "bench/measure.h"
 #include "bench/pipeline_contender.h"
@@ -49,7 +50,7 @@ nlohmann::json RunWorkload(const Config& c, const Workload& w) {
   FilePerBlob fpb(c.dir + "/file-per-blob");
   StoreContender aux(c.dir + "/store");
   std::map<std::string, std::vector<double>> t;
-  std::vector<double> wa_sync, wa_async, rss_growth;
+  std::vector<double> wa_sync, wa_async, wa_blobdb, rss_growth;
   uint64_t staging_bound = 0;
   for (int run = 0; run < c.runs; ++run) {
     // Interleaved per run so drift on a shared machine hits every contender.
@@ -63,6 +64,10 @@ nlohmann::json RunWorkload(const Config& c, const Workload& w) {
     WriteResult a = aux.Write(data, Durability::kAsync);
     t["auxstore write async+flush"].push_back(a.seconds);
     wa_async.push_back(a.amplification);
+    WriteResult b = WriteBlobDb(c.dir + "/blobdb", data);
+    t["rocksdb blobdb write (WAL, sync)"].push_back(b.seconds);
+    wa_blobdb.push_back(b.amplification);
+    std::filesystem::remove_all(c.dir + "/blobdb");
     WriteResult s = aux.Write(data, Durability::kSync);
     t["auxstore write sync"].push_back(s.seconds);
     wa_sync.push_back(s.amplification);
@@ -89,12 +94,15 @@ nlohmann::json RunWorkload(const Config& c, const Workload& w) {
     j["gbps"][k] = {{"median", s.median}, {"min", s.min}, {"max", s.max}};
   }
   j["write_amplification"] = {{"sync", Summarize(wa_sync).median},
-                              {"async", Summarize(wa_async).median}};
+                              {"async", Summarize(wa_async).median},
+                              {"blobdb", Summarize(wa_blobdb).median}};
   j["ratios"] = {
       {"sync write / raw write", ratio("auxstore write sync", "raw write+fdatasync")},
       {"cold read / raw read", ratio("auxstore read (cold)", "raw read (cold)")},
       {"warm read / memcpy", ratio("auxstore read (warm)", "memcpy")},
       {"sync write / file-per-blob", ratio("auxstore write sync", "file-per-blob write")},
+      {"sync write / blobdb write",
+       ratio("auxstore write sync", "rocksdb blobdb write (WAL, sync)")},
       {"cold read / file-per-blob", ratio("auxstore read (cold)", "file-per-blob read (cold)")},
       {"warm read / file-per-blob", ratio("auxstore read (warm)", "file-per-blob read (warm)")},
       {"pipeline cold restore / raw read",
@@ -117,9 +125,12 @@ void PrintWorkload(const nlohmann::json& j) {
     std::printf("| %s | %.2f [%.2f, %.2f] |\n", k.c_str(), v["median"].get<double>(),
                 v["min"].get<double>(), v["max"].get<double>());
   }
-  std::printf("\nwrite amplification: sync %.3f, async %.3f\n\n| ratio | median |\n| --- | --- |\n",
-              j["write_amplification"]["sync"].get<double>(),
-              j["write_amplification"]["async"].get<double>());
+  std::printf(
+      "\nwrite amplification: auxstore sync %.3f, async %.3f; blobdb %.3f\n\n| ratio | median "
+      "|\n| --- | --- |\n",
+      j["write_amplification"]["sync"].get<double>(),
+      j["write_amplification"]["async"].get<double>(),
+      j["write_amplification"]["blobdb"].get<double>());
   for (auto& [k, v] : j["ratios"].items())
     std::printf("| %s | %.2f |\n", k.c_str(), v.get<double>());
   std::printf("\nrestore peak RSS growth %.1f MiB (staging bound %.1f MiB)\n",
