@@ -81,7 +81,9 @@ Status GpuPipeline::Snapshot(NamespaceId ns, const Prefix& prefix, uint64_t toke
   uint64_t off = 0;
   for (const auto& [index, plan] : plans) {
     uint8_t* blob = buffer + off;
-    std::memcpy(blob, plan.header.data(), plan.header.size());
+    if (!plan.header.empty()) {  // opaque blobs have none (and a null data())
+      std::memcpy(blob, plan.header.data(), plan.header.size());
+    }
     for (const BlobSegment& seg : plan.segments) {
       st = core.gpu.CopyD2HAsync(seg.device, seg.device_offset, {blob + seg.blob_offset, seg.bytes},
                                  stream);

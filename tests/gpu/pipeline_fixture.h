@@ -107,13 +107,18 @@ class PipelineFixture : public ::testing::Test {
     EXPECT_TRUE(qsa->SetCounters(qsa_tokens, pooled).ok());
     auto* dsa = static_cast<DsaSeqState*>(s.layers[1].get());
     const uint64_t len = 100 + seed % 50;
-    for (DevicePtr p : {dsa->k_normed(), dsa->gate()}) {
-      EXPECT_TRUE(gpu_.CopyH2DAsync(RandomBytes(len * 64, rng), p, 0, kDefaultStream).ok());
-    }
-    EXPECT_TRUE(gpu_.CopyH2DAsync(RandomBytes(len, rng), dsa->valid(), 0, kDefaultStream).ok());
+    // Copy sources stay alive until the Synchronize below (async copies).
+    std::vector<std::vector<uint8_t>> sources;
+    auto upload = [&](std::vector<uint8_t> bytes, DevicePtr to) {
+      sources.push_back(std::move(bytes));
+      EXPECT_TRUE(gpu_.CopyH2DAsync(sources.back(), to, 0, kDefaultStream).ok());
+    };
+    sources.reserve(4);  // no reallocation moves a buffer a copy still reads
+    for (DevicePtr p : {dsa->k_normed(), dsa->gate()}) upload(RandomBytes(len * 64, rng), p);
+    upload(RandomBytes(len, rng), dsa->valid());
     EXPECT_TRUE(dsa->SetLen(len).ok());
     auto* opaque = static_cast<OpaqueSeqState*>(s.layers[2].get());
-    EXPECT_TRUE(gpu_.CopyH2DAsync(RandomBytes(5000, rng), opaque->buffer(), 0, 0).ok());
+    upload(RandomBytes(5000, rng), opaque->buffer());
     EXPECT_TRUE(opaque->SetSize(5000).ok());
     EXPECT_TRUE(gpu_.Synchronize(kDefaultStream).ok());  // layer 5 stays empty
     return s;
