@@ -18,7 +18,7 @@ if [ "$fuzz_only" -eq 0 ]; then
 echo "== reliability battery (build-rel)"
 cmake -S . -B build-rel -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAUXSTORE_CUDA=OFF >/dev/null
 cmake --build build-rel -j"$jobs" --target kill9_test power_loss_test io_fault_test \
-  corruption_trial_test auxstore_crash_writer
+  corruption_trial_test auxstore_crash_writer kill_compact_test auxstore
 rc=0
 (cd build-rel && ctest --output-on-failure -L reliability --timeout 900 -V) \
   >build-rel/reliability.log 2>&1 || rc=$?
