@@ -4,8 +4,8 @@
 // every snapshot compact had no reason to touch reads back bit-exact, every
 // visible snapshot is complete and exact, nothing erased came back, and
 // `auxstore verify` finds no corruption.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
