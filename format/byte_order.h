@@ -58,6 +58,18 @@ inline void AppendLE32(std::string* s, uint32_t v) {
 }
 inline void AppendFloatBits(std::string* s, float f) { AppendLE32(s, std::bit_cast<uint32_t>(f)); }
 
+// The layout fields of a QSA geometry, in the order every persisted
+// serialization uses: hd, max_tokens, ratio, rot (u32), theta, eps (f32 bits).
+template <typename QsaGeometryT>
+void AppendQsaGeometry(std::string* s, const QsaGeometryT& q) {
+  AppendLE32(s, q.hd);
+  AppendLE32(s, q.max_tokens);
+  AppendLE32(s, q.ratio);
+  AppendLE32(s, q.rot);
+  AppendFloatBits(s, q.theta);
+  AppendFloatBits(s, q.eps);
+}
+
 // Overflow-checked arithmetic on sizes read from untrusted bytes.
 inline bool MulOverflows(uint64_t a, uint64_t b, uint64_t* out) {
   return __builtin_mul_overflow(a, b, out);

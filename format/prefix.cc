@@ -9,7 +9,6 @@
 
 namespace auxstore {
 
-using internal::AppendFloatBits;
 using internal::AppendLE32;
 using internal::AppendLE64;
 
@@ -68,12 +67,7 @@ NamespaceId NamespaceFingerprint(const NamespaceSpec& spec) {
   AppendLE32(&s, kBf16DType);
   AppendLE32(&s, kQsaFormatVersion);
   AppendLE32(&s, kDsaFormatVersion);
-  AppendLE32(&s, spec.qsa.hd);
-  AppendLE32(&s, spec.qsa.max_tokens);
-  AppendLE32(&s, spec.qsa.ratio);
-  AppendLE32(&s, spec.qsa.rot);
-  AppendFloatBits(&s, spec.qsa.theta);
-  AppendFloatBits(&s, spec.qsa.eps);
+  internal::AppendQsaGeometry(&s, spec.qsa);
   AppendLE32(&s, spec.dsa.index_head_dim);
   // dsa.capacity is deliberately left out: it is a per-deployment reservation
   // (seed 001: a restore into a larger state is fine), not part of the layout.

@@ -7,7 +7,6 @@
 
 namespace auxstore::store_internal {
 
-using internal::AppendFloatBits;
 using internal::AppendLE32;
 using internal::GetLE32;
 
@@ -21,12 +20,7 @@ std::string EncodeNamespaceSpec(const NamespaceSpec& spec) {
   AppendLE32(&s, kVersion);
   AppendLE32(&s, static_cast<uint32_t>(spec.model_id.size()));
   s += spec.model_id;
-  AppendLE32(&s, spec.qsa.hd);
-  AppendLE32(&s, spec.qsa.max_tokens);
-  AppendLE32(&s, spec.qsa.ratio);
-  AppendLE32(&s, spec.qsa.rot);
-  AppendFloatBits(&s, spec.qsa.theta);
-  AppendFloatBits(&s, spec.qsa.eps);
+  internal::AppendQsaGeometry(&s, spec.qsa);
   AppendLE32(&s, spec.dsa.index_head_dim);
   AppendLE32(&s, spec.dsa.capacity);
   return s;
