@@ -5,6 +5,7 @@
 #include "format/byte_order.h"
 #include "format/envelope.h"
 #include "format/manifest.h"
+#include "store/bytes.h"
 #include "store/db_store.h"
 #include "store/keys.h"
 #include "store/meta_keys.h"
@@ -15,10 +16,6 @@ namespace {
 constexpr auto kTick = std::chrono::milliseconds(500);
 constexpr int kRecencyEveryTicks = 10;  // persist recency every ~5 s
 constexpr int kSweepEveryTicks = 120;   // sweep intents every ~60 s
-
-ByteSpan Bytes(const rocksdb::Slice& s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-}
 
 }  // namespace
 

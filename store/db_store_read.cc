@@ -7,6 +7,7 @@
 #include "auxstore/blob_hash.h"
 #include "format/envelope.h"
 #include "format/manifest.h"
+#include "store/bytes.h"
 #include "store/db_store.h"
 #include "store/keys.h"
 #include "store/namespace_record.h"
@@ -14,17 +15,8 @@
 namespace auxstore::store_internal {
 namespace {
 
-ByteSpan Bytes(const rocksdb::Slice& s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-}
-ByteSpan Bytes(const std::string& s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-}
-
 std::string Where(NamespaceId ns, const Prefix& prefix) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016" PRIx64, ns);
-  return "prefix " + prefix.ToHex() + " in namespace " + buf;
+  return "prefix " + prefix.ToHex() + " in namespace " + NamespaceHex(ns);
 }
 
 Result<Manifest> DecodeManifestValue(const std::string& key, ByteSpan value) {
@@ -55,9 +47,7 @@ Result<NamespaceSpec> DbStore::NamespaceSpecFor(NamespaceId ns) {
   std::string value;
   rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), cf_[kNamespaces], key, &value);
   if (s.IsNotFound()) {
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016" PRIx64, ns);
-    return Status::NotFound(std::string("namespace ") + buf + " is not registered");
+    return Status::NotFound("namespace " + NamespaceHex(ns) + " is not registered");
   }
   if (!s.ok()) return FromRocks(s, "read namespace");
   AUXSTORE_ASSIGN_OR_RETURN(EnvelopeView env, DecodeEnvelope(Bytes(key), Bytes(value)));

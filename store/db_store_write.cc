@@ -12,6 +12,7 @@
 #include "auxstore/blob_hash.h"
 #include "format/envelope.h"
 #include "format/manifest.h"
+#include "store/bytes.h"
 #include "store/db_store.h"
 #include "store/keys.h"
 #include "store/meta_keys.h"
@@ -20,16 +21,6 @@
 
 namespace auxstore::store_internal {
 namespace {
-
-ByteSpan Bytes(const std::string& s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-}
-
-std::string NsHex(NamespaceId ns) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016" PRIx64, ns);
-  return buf;
-}
 
 // Builds each record value (envelope header + chunk) in one reused buffer.
 class RecordBuilder {
@@ -89,7 +80,7 @@ Result<NamespaceId> DbStore::RegisterNamespace(const NamespaceSpec& spec) {
   rocksdb::WriteOptions wo;
   wo.sync = true;
   AUXSTORE_RETURN_IF_ERROR(
-      Guard(db_->Put(wo, cf_[kNamespaces], key, value), "register namespace " + NsHex(ns)));
+      Guard(db_->Put(wo, cf_[kNamespaces], key, value), "register namespace " + NamespaceHex(ns)));
   std::unique_lock lock(ns_mu_);
   namespaces_[ns] = spec;
   return ns;
@@ -274,7 +265,7 @@ Status DbStore::EraseSnapshot(const std::string& skey, EraseReason reason) {
   if (g.IsNotFound()) {
     index_.Removed(skey);
     return Status::NotFound("no snapshot for prefix " + prefix.ToHex() + " in namespace " +
-                            NsHex(ns));
+                            NamespaceHex(ns));
   }
   if (!g.ok()) return FromRocks(g, "look up prefix " + prefix.ToHex());
   // The manifest goes first, durably: from then on the records are orphans

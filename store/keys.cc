@@ -1,5 +1,7 @@
 #include "store/keys.h"
 
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 
 #include "format/byte_order.h"
@@ -15,6 +17,12 @@ std::string NamespaceKey(NamespaceId ns) {
   std::string k(8, '\0');
   PutBE64(reinterpret_cast<uint8_t*>(k.data()), ns);
   return k;
+}
+
+std::string NamespaceHex(NamespaceId ns) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64, ns);
+  return buf;
 }
 
 std::string SnapshotKey(NamespaceId ns, const Prefix& prefix) {

@@ -22,6 +22,8 @@ inline constexpr size_t kSnapshotKeyBytes = 8 + 16;
 inline constexpr size_t kRecordKeyBytes = kSnapshotKeyBytes + 4 + 4;
 
 std::string NamespaceKey(NamespaceId ns);
+// "0123456789abcdef": how messages and tools name a namespace.
+std::string NamespaceHex(NamespaceId ns);
 std::string SnapshotKey(NamespaceId ns, const Prefix& prefix);
 std::string RecordKey(NamespaceId ns, const Prefix& prefix, uint32_t layer, uint32_t chunk);
 // The first key after every record of (ns, prefix): the end of its range.

@@ -2,13 +2,10 @@
 
 #include "format/byte_order.h"
 #include "format/envelope.h"
+#include "store/bytes.h"
 
 namespace auxstore::store_internal {
-namespace {
-ByteSpan Bytes(const std::string& s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-}
-}  // namespace
+namespace {}  // namespace
 
 std::string EncodeMeta(const std::string& key, const std::string& payload) {
   return EncodeEnvelope(Bytes(key), RecordKind::kStoreMeta, Bytes(payload));

@@ -12,6 +12,7 @@
 #include "auxstore/blob_hash.h"
 #include "format/envelope.h"
 #include "format/manifest.h"
+#include "store/bytes.h"
 #include "store/keys.h"
 #include "store/meta_keys.h"
 #include "store/namespace_record.h"
@@ -23,10 +24,6 @@ namespace auxstore::cli {
 namespace {
 
 using namespace store_internal;
-
-ByteSpan Bytes(const rocksdb::Slice& s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-}
 
 std::string Hex16(uint64_t v) {
   char b[17];
