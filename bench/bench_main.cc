@@ -40,6 +40,7 @@ struct Config {
   uint64_t manifests = 0;
   uint32_t probes = 2000;
   std::string only;
+  std::string contenders;  // substring filter on contender names; empty = all
   bool json = false;
 };
 
@@ -52,37 +53,56 @@ nlohmann::json RunWorkload(const Config& c, const Workload& w) {
   std::map<std::string, std::vector<double>> t;
   std::vector<double> wa_sync, wa_async, wa_blobdb, rss_growth;
   uint64_t staging_bound = 0;
+  // A contender runs when --contenders is empty or a substring of its name.
+  // The auxstore reads need the store written, so its sync write always runs.
+  auto want = [&](const std::string& name) {
+    return c.contenders.empty() || name.find(c.contenders) != std::string::npos;
+  };
+  auto time = [&](const std::string& name, const std::function<double()>& f) {
+    if (want(name)) t[name].push_back(f());
+  };
   for (int run = 0; run < c.runs; ++run) {
     // Interleaved per run so drift on a shared machine hits every contender.
-    t["raw write+fdatasync"].push_back(RawWrite(raw_file, data.All()));
-    t["raw read (cold)"].push_back(RawReadCold(raw_file, n));
-    t["memcpy"].push_back(Memcpy(data.All()));
-    t["xxh3-64"].push_back(Xxh3(data.All()));
-    t["file-per-blob write"].push_back(fpb.Write(data));
-    t["file-per-blob read (cold)"].push_back(fpb.Read(data, true));
-    t["file-per-blob read (warm)"].push_back(fpb.Read(data, false));
-    WriteResult a = aux.Write(data, Durability::kAsync);
-    t["auxstore write async+flush"].push_back(a.seconds);
-    wa_async.push_back(a.amplification);
-    WriteResult b = WriteBlobDb(c.dir + "/blobdb", data);
-    t["rocksdb blobdb write (WAL, sync)"].push_back(b.seconds);
-    wa_blobdb.push_back(b.amplification);
-    std::filesystem::remove_all(c.dir + "/blobdb");
+    time("raw write+fdatasync", [&] { return RawWrite(raw_file, data.All()); });
+    time("raw read (cold)", [&] { return RawReadCold(raw_file, n); });
+    time("memcpy", [&] { return Memcpy(data.All()); });
+    time("xxh3-64", [&] { return Xxh3(data.All()); });
+    if (want("file-per-blob")) {
+      t["file-per-blob write"].push_back(fpb.Write(data));
+      t["file-per-blob read (cold)"].push_back(fpb.Read(data, true));
+      t["file-per-blob read (warm)"].push_back(fpb.Read(data, false));
+    }
+    if (want("auxstore write async+flush")) {
+      WriteResult a = aux.Write(data, Durability::kAsync);
+      t["auxstore write async+flush"].push_back(a.seconds);
+      wa_async.push_back(a.amplification);
+    }
+    if (want("rocksdb blobdb write (WAL, sync)")) {
+      WriteResult b = WriteBlobDb(c.dir + "/blobdb", data);
+      t["rocksdb blobdb write (WAL, sync)"].push_back(b.seconds);
+      wa_blobdb.push_back(b.amplification);
+      std::filesystem::remove_all(c.dir + "/blobdb");
+    }
     WriteResult s = aux.Write(data, Durability::kSync);
-    t["auxstore write sync"].push_back(s.seconds);
-    wa_sync.push_back(s.amplification);
-    t["auxstore read (cold)"].push_back(aux.ReadLayers(data, true));
-    t["auxstore read (warm)"].push_back(aux.ReadLayers(data, false));
-    PipelineRestore pc = RestoreThroughPipeline(c.dir + "/store", data, true);
-    t["auxstore restore pipeline (cold)"].push_back(pc.seconds);
-    t["auxstore restore pipeline (warm)"].push_back(
-        RestoreThroughPipeline(c.dir + "/store", data, false).seconds);
-    rss_growth.push_back(static_cast<double>(pc.peak_rss_growth_bytes));
-    staging_bound = pc.staging_bound_bytes;
+    if (want("auxstore write sync")) {
+      t["auxstore write sync"].push_back(s.seconds);
+      wa_sync.push_back(s.amplification);
+    }
+    time("auxstore read (cold)", [&] { return aux.ReadLayers(data, true); });
+    time("auxstore read (warm)", [&] { return aux.ReadLayers(data, false); });
+    if (want("auxstore restore pipeline (cold)")) {
+      PipelineRestore pc = RestoreThroughPipeline(c.dir + "/store", data, true);
+      t["auxstore restore pipeline (cold)"].push_back(pc.seconds);
+      rss_growth.push_back(static_cast<double>(pc.peak_rss_growth_bytes));
+      staging_bound = pc.staging_bound_bytes;
+    }
+    time("auxstore restore pipeline (warm)",
+         [&] { return RestoreThroughPipeline(c.dir + "/store", data, false).seconds; });
   }
   std::filesystem::remove(raw_file);
   auto g = [&](const std::string& k) { return Rate(t[k], n); };
-  auto ratio = [&](const std::string& a, const std::string& b) {
+  auto ratio = [&](const std::string& a, const std::string& b) -> nlohmann::json {
+    if (!t.count(a) || !t.count(b)) return nullptr;  // a contender filtered out
     return g(a).median / g(b).median;
   };
   nlohmann::json j;
@@ -93,9 +113,12 @@ nlohmann::json RunWorkload(const Config& c, const Workload& w) {
     Spread s = g(k);
     j["gbps"][k] = {{"median", s.median}, {"min", s.min}, {"max", s.max}};
   }
-  j["write_amplification"] = {{"sync", Summarize(wa_sync).median},
-                              {"async", Summarize(wa_async).median},
-                              {"blobdb", Summarize(wa_blobdb).median}};
+  auto median = [](const std::vector<double>& v) -> nlohmann::json {
+    if (v.empty()) return nullptr;
+    return Summarize(v).median;
+  };
+  j["write_amplification"] = {
+      {"sync", median(wa_sync)}, {"async", median(wa_async)}, {"blobdb", median(wa_blobdb)}};
   j["ratios"] = {
       {"sync write / raw write", ratio("auxstore write sync", "raw write+fdatasync")},
       {"cold read / raw read", ratio("auxstore read (cold)", "raw read (cold)")},
@@ -112,8 +135,16 @@ nlohmann::json RunWorkload(const Config& c, const Workload& w) {
        ratio("auxstore restore pipeline (cold)", "file-per-blob read (cold)")},
   };
   j["restore_memory"] = {{"staging_bound_bytes", staging_bound},
-                         {"peak_rss_growth_bytes", Summarize(rss_growth).median}};
+                         {"peak_rss_growth_bytes", median(rss_growth)}};
   return j;
+}
+
+// A figure, or "-" where its contender was filtered out (--contenders).
+std::string Fmt(const nlohmann::json& v, const char* format = "%.2f", double scale = 1) {
+  if (!v.is_number()) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, format, v.get<double>() * scale);
+  return buf;
 }
 
 void PrintWorkload(const nlohmann::json& j) {
@@ -125,17 +156,17 @@ void PrintWorkload(const nlohmann::json& j) {
     std::printf("| %s | %.2f [%.2f, %.2f] |\n", k.c_str(), v["median"].get<double>(),
                 v["min"].get<double>(), v["max"].get<double>());
   }
+  const auto& wa = j["write_amplification"];
   std::printf(
-      "\nwrite amplification: auxstore sync %.3f, async %.3f; blobdb %.3f\n\n| ratio | median "
+      "\nwrite amplification: auxstore sync %s, async %s; blobdb %s\n\n| ratio | median "
       "|\n| --- | --- |\n",
-      j["write_amplification"]["sync"].get<double>(),
-      j["write_amplification"]["async"].get<double>(),
-      j["write_amplification"]["blobdb"].get<double>());
-  for (auto& [k, v] : j["ratios"].items())
-    std::printf("| %s | %.2f |\n", k.c_str(), v.get<double>());
-  std::printf("\nrestore peak RSS growth %.1f MiB (staging bound %.1f MiB)\n",
-              j["restore_memory"]["peak_rss_growth_bytes"].get<double>() / 1048576.0,
-              j["restore_memory"]["staging_bound_bytes"].get<double>() / 1048576.0);
+      Fmt(wa["sync"], "%.3f").c_str(), Fmt(wa["async"], "%.3f").c_str(),
+      Fmt(wa["blobdb"], "%.3f").c_str());
+  for (auto& [k, v] : j["ratios"].items()) std::printf("| %s | %s |\n", k.c_str(), Fmt(v).c_str());
+  const auto& mem = j["restore_memory"];
+  std::printf("\nrestore peak RSS growth %s MiB (staging bound %s MiB)\n",
+              Fmt(mem["peak_rss_growth_bytes"], "%.1f", 1 / 1048576.0).c_str(),
+              Fmt(mem["staging_bound_bytes"], "%.1f", 1 / 1048576.0).c_str());
 }
 
 int Main(int argc, char** argv) {
@@ -146,6 +177,8 @@ int Main(int argc, char** argv) {
   app.add_option("--runs", c.runs, "repetitions (median reported)")->check(CLI::Range(1, 50));
   app.add_option("--realistic-tokens", c.realistic_tokens, "tokens of the realistic snapshot");
   app.add_option("--only", c.only, "run only workloads whose name contains this");
+  app.add_option("--contenders", c.contenders,
+                 "run only contenders whose name contains this (ratios needing others print null)");
   app.add_option("--manifests", c.manifests,
                  "also measure open time and LongestPrefix with this many snapshots stored");
   app.add_option("--probes", c.probes, "LongestPrefix calls to time");

@@ -8,7 +8,6 @@
 
 #include "gpu/qsa_block_pool_args.h"
 #include "gpu/qsa_block_pool_ref.h"
-#include "gpu/resident_memory.h"
 
 namespace auxstore::gpu {
 
@@ -28,17 +27,16 @@ HostBackend::~HostBackend() {
   {
     std::lock_guard lock(mu_);
     streams_.clear();  // joins the threads
-    for (auto& [p, info] : pinned_) std::free(const_cast<uint8_t*>(p));
     pinned_.clear();
   }
-  for (auto& [p, bytes] : allocs_.TakeAll()) std::free(reinterpret_cast<void*>(p));
+  (void)allocs_.TakeAll();  // the heap frees every block with itself
 }
 
 // ---- memory ------------------------------------------------------------------
 
 Result<DevicePtr> HostBackend::Alloc(size_t bytes) {
   if (bytes == 0) return Status::InvalidArgument("Alloc of 0 bytes");
-  uint8_t* p = AllocResident(bytes);
+  uint8_t* p = heap_.Allocate(bytes);
   if (p == nullptr)
     return Status::OutOfRange("host backend: out of memory for " + std::to_string(bytes) +
                               " bytes");
@@ -52,13 +50,13 @@ Status HostBackend::Free(DevicePtr ptr) {
   SynchronizeAll();  // cudaFree waits for the device too
   AUXSTORE_ASSIGN_OR_RETURN(uint64_t bytes, allocs_.Erase(ptr));
   (void)bytes;
-  std::free(reinterpret_cast<void*>(ptr));
+  (void)heap_.Free(reinterpret_cast<uint8_t*>(ptr));
   return Status::Ok();
 }
 
 Result<uint8_t*> HostBackend::AllocPinned(size_t bytes) {
   if (bytes == 0) return Status::InvalidArgument("AllocPinned of 0 bytes");
-  uint8_t* p = AllocResident(bytes);
+  uint8_t* p = heap_.Allocate(bytes);
   if (p == nullptr) return Status::OutOfRange("host backend: out of pinned memory");
   std::lock_guard lock(mu_);
   pinned_[p] = Pinned{bytes, 0, false};
@@ -78,7 +76,7 @@ Status HostBackend::FreePinned(uint8_t* ptr) {
     it->second.free_deferred = true;
     return Status::Internal("pinned buffer freed while a copy using it is still pending");
   }
-  std::free(ptr);
+  (void)heap_.Free(ptr);
   pinned_.erase(it);
   return Status::Ok();
 }
@@ -96,7 +94,7 @@ std::function<void()> HostBackend::PinUse(const uint8_t* p, size_t n) {
     auto e = pinned_.find(base);
     if (e == pinned_.end()) return;
     if (--e->second.in_flight == 0 && e->second.free_deferred) {
-      std::free(const_cast<uint8_t*>(base));
+      (void)heap_.Free(const_cast<uint8_t*>(base));
       pinned_.erase(e);
     }
   };

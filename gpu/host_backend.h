@@ -13,6 +13,7 @@
 #include "auxstore/gpu_backend.h"
 #include "gpu/allocation_table.h"
 #include "gpu/host_stream.h"
+#include "gpu/resident_heap.h"
 
 namespace auxstore::gpu {
 
@@ -78,6 +79,8 @@ class HostBackend final : public GpuBackend {
   std::function<void()> PinUse(const uint8_t* p, size_t n);
 
   const HostBackendOptions options_;
+  // Declared before everything that holds its blocks, so it is destroyed last.
+  ResidentHeap heap_;
   AllocationTable allocs_;
   mutable std::mutex mu_;
   std::map<StreamHandle, std::shared_ptr<HostStream>> streams_;

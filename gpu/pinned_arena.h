@@ -4,11 +4,11 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 
 #include "auxstore/gpu_backend.h"
+#include "gpu/range_allocator.h"
 
 namespace auxstore::gpu {
 
@@ -26,13 +26,11 @@ class PinnedArena {
  private:
   PinnedArena(GpuBackend& gpu, uint8_t* base, uint64_t bytes);
 
-  static constexpr uint64_t kAlign = 256;
   GpuBackend& gpu_;
   uint8_t* const base_;
   const uint64_t bytes_;
   mutable std::mutex mu_;
-  std::map<uint64_t, uint64_t> free_;  // offset -> length, coalesced
-  std::map<uint64_t, uint64_t> used_;  // offset -> length
+  RangeAllocator ranges_;  // guarded by mu_
 };
 
 }  // namespace auxstore::gpu
