@@ -96,8 +96,20 @@ class DbStore final : public Store {
   // ---- reads (db_store_read.cc)
   Result<Manifest> LoadManifest(NamespaceId ns, const Prefix& prefix);
   Result<NamespaceSpec> NamespaceSpecFor(NamespaceId ns);
+  // One record read without copying its value: an iterator positioned on
+  // it, the value left in RocksDB's block buffer for as long as the iterator
+  // lives. (Get would copy it: 7.8.3 pins a value only when its block sits in
+  // the block cache, and chunk reads bypass the cache.)
+  struct PinnedRecord {
+    std::string upper_bound;
+    rocksdb::Slice upper_bound_slice;
+    std::unique_ptr<rocksdb::Iterator> it;
+    rocksdb::Slice value;
+  };
+  // NotFound when no record has `key`; the value is not verified here.
+  Status PinRecord(const std::string& key, PinnedRecord* out);
   Status ReadVerifiedChunk(NamespaceId ns, const Prefix& prefix, const LayerEntry& entry,
-                           uint32_t chunk_bytes, uint32_t chunk, rocksdb::PinnableSlice* value,
+                           uint32_t chunk_bytes, uint32_t chunk, PinnedRecord* record,
                            ByteSpan* payload);
   void Touch(NamespaceId ns, const Prefix& prefix);
   // Quarantines the snapshot if its stored manifest value still passes

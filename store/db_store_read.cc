@@ -112,16 +112,33 @@ void DbStore::Touch(NamespaceId ns, const Prefix& prefix) {
   index_.Touched(SnapshotKey(ns, prefix), NowUnixMs());
 }
 
+Status DbStore::PinRecord(const std::string& key, PinnedRecord* out) {
+  // The bound keeps a Seek for a missing record from reading the next one.
+  out->upper_bound = key + '\0';
+  out->upper_bound_slice = out->upper_bound;
+  rocksdb::ReadOptions r = HotReadOptions();
+  r.iterate_upper_bound = &out->upper_bound_slice;
+  out->it.reset(db_->NewIterator(r, cf_[kRecords]));
+  out->it->Seek(key);
+  if (!out->it->Valid()) {
+    if (!out->it->status().ok()) return FromRocks(out->it->status(), "read a record");
+    return Status::NotFound("no record");
+  }
+  if (out->it->key() != rocksdb::Slice(key)) return Status::NotFound("no record");
+  out->value = out->it->value();
+  return Status::Ok();
+}
+
 Status DbStore::ReadVerifiedChunk(NamespaceId ns, const Prefix& prefix, const LayerEntry& entry,
-                                  uint32_t chunk_bytes, uint32_t chunk,
-                                  rocksdb::PinnableSlice* value, ByteSpan* payload) {
+                                  uint32_t chunk_bytes, uint32_t chunk, PinnedRecord* record,
+                                  ByteSpan* payload) {
   const std::string key = RecordKey(ns, prefix, entry.layer, chunk);
   const std::string where = "layer " + std::to_string(entry.layer) + " chunk " +
                             std::to_string(chunk) + " of " + Where(ns, prefix);
-  rocksdb::Status s = db_->Get(HotReadOptions(), cf_[kRecords], key, value);
+  Status s = PinRecord(key, record);
   if (s.IsNotFound()) return Status::Corruption("snapshot is torn: missing " + where);
-  if (!s.ok()) return FromRocks(s, "read " + where);
-  auto env = DecodeEnvelope(Bytes(key), Bytes(*value));
+  if (!s.ok()) return s.WithContext(where);
+  auto env = DecodeEnvelope(Bytes(key), Bytes(record->value));
   if (!env.ok()) return env.error().WithContext(where);
   if (env->kind != ChunkRecordKind(entry.kind)) {
     return Status::Corruption(where + " holds a record of kind " +
@@ -152,12 +169,12 @@ Status DbStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
   constexpr uint32_t kReadAhead = 2;
   struct Fetched {
     Status status;
-    rocksdb::PinnableSlice value;
+    PinnedRecord record;
     ByteSpan payload;
   };
   auto fetch = [this, ns, prefix, entry, chunk_bytes = m.chunk_bytes](uint32_t c) {
     auto f = std::make_unique<Fetched>();
-    f->status = ReadVerifiedChunk(ns, prefix, *entry, chunk_bytes, c, &f->value, &f->payload);
+    f->status = ReadVerifiedChunk(ns, prefix, *entry, chunk_bytes, c, &f->record, &f->payload);
     return f;
   };
   std::deque<std::future<std::unique_ptr<Fetched>>> ahead;
@@ -227,16 +244,16 @@ Status DbStore::ReadChunkInto(NamespaceId ns, const Prefix& prefix, const Manife
                                    std::to_string(want));
   }
   const std::string key = RecordKey(ns, prefix, layer, chunk);
-  rocksdb::PinnableSlice value;
-  rocksdb::Status s = db_->Get(HotReadOptions(), cf_[kRecords], key, &value);
+  PinnedRecord record;
+  Status s = PinRecord(key, &record);
   Status st;
   if (s.IsNotFound()) {
     st = Status::Corruption("snapshot is torn: missing layer " + std::to_string(layer) + " chunk " +
                             std::to_string(chunk) + " of " + Where(ns, prefix));
   } else if (!s.ok()) {
-    return FromRocks(s, "read a chunk of " + Where(ns, prefix));
+    return s.WithContext("read a chunk of " + Where(ns, prefix));
   } else {
-    auto env = DecodeEnvelopeInto(Bytes(key), Bytes(value), dst);
+    auto env = DecodeEnvelopeInto(Bytes(key), Bytes(record.value), dst);
     if (!env.ok()) {
       st = env.error().WithContext("layer " + std::to_string(layer) + " chunk " +
                                    std::to_string(chunk) + " of " + Where(ns, prefix));
