@@ -4,7 +4,10 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <string>
 #include <vector>
 
 #include "bench/measure.h"
@@ -42,6 +45,26 @@ double RawReadCold(const std::string& file, uint64_t bytes) {
     done += static_cast<uint64_t>(n);
   }
   ::close(fd);
+  return t.Seconds();
+}
+
+double RawReadTreeCold(const std::string& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (auto& e : std::filesystem::recursive_directory_iterator(dir, ec)) {
+    if (e.is_regular_file(ec)) files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());  // RocksDB numbers files in write order
+  DropPageCache(dir);
+  std::vector<uint8_t> buf(kIoBytes);
+  Stopwatch t;
+  for (const std::string& f : files) {
+    int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    while (::read(fd, buf.data(), buf.size()) > 0) {
+    }
+    ::close(fd);
+  }
   return t.Seconds();
 }
 

@@ -12,6 +12,9 @@ namespace auxstore::bench {
 // Each returns seconds for `bytes.size()` bytes. `file` is created/replaced.
 double RawWrite(const std::string& file, std::span<const uint8_t> bytes);
 double RawReadCold(const std::string& file, uint64_t bytes);
+// Every regular file under `dir` read sequentially, page cache dropped first:
+// the raw read of exactly the blocks a store restore reads, at the same age.
+double RawReadTreeCold(const std::string& dir);
 double Memcpy(std::span<const uint8_t> src);
 double Xxh3(std::span<const uint8_t> src);
 

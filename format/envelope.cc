@@ -124,7 +124,8 @@ Result<EnvelopeView> DecodeEnvelope(ByteSpan key, ByteSpan value) {
   return v;
 }
 
-Result<EnvelopeView> DecodeEnvelopeInto(ByteSpan key, ByteSpan value, std::span<uint8_t> dst) {
+Result<EnvelopeView> DecodeEnvelopeInto(ByteSpan key, ByteSpan value, std::span<uint8_t> dst,
+                                        BlobHasher* blob_hash) {
   AUXSTORE_ASSIGN_OR_RETURN(EnvelopeView v, ParseHeader(value));
   if (dst.size() != v.payload.size()) {
     return Status::Corruption("record payload is " + std::to_string(v.payload.size()) +
@@ -135,6 +136,7 @@ Result<EnvelopeView> DecodeEnvelopeInto(ByteSpan key, ByteSpan value, std::span<
   for (size_t off = 0; off < v.payload.size(); off += kFusedPiece) {
     const size_t n = std::min(kFusedPiece, v.payload.size() - off);
     h.Update(v.payload.data() + off, n);
+    if (blob_hash) blob_hash->Update(v.payload.subspan(off, n));
     std::memcpy(dst.data() + off, v.payload.data() + off, n);
   }
   const uint64_t stored = GetLE64(value.data() + kChecksumOffset);

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "auxstore/blob_codecs.h"
+#include "auxstore/blob_hash.h"
 #include "auxstore/status.h"
 
 namespace auxstore {
@@ -60,7 +61,10 @@ Result<EnvelopeView> DecodeEnvelope(ByteSpan key, ByteSpan value);
 
 // DecodeEnvelope that also copies the payload into `dst` (exactly its size),
 // hashing and copying in cache-sized pieces so verification rides on the
-// copy. On error `dst` may hold partial bytes and must not be used.
-Result<EnvelopeView> DecodeEnvelopeInto(ByteSpan key, ByteSpan value, std::span<uint8_t> dst);
+// copy. When `blob_hash` is given, the payload is also fed to it on the same
+// pieces (a layer's whole-blob hash at the cost of a cache hit). On error
+// `dst` and `blob_hash` may hold partial state and must not be used.
+Result<EnvelopeView> DecodeEnvelopeInto(ByteSpan key, ByteSpan value, std::span<uint8_t> dst,
+                                        BlobHasher* blob_hash = nullptr);
 
 }  // namespace auxstore

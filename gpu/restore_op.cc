@@ -7,18 +7,21 @@
 //     against its target before anything is uploaded. The staged chunk 0 is
 //     kept for the upload while the pool's hold budget allows (otherwise it
 //     is read again in step 3).
-//  3. Stream: every chunk in blob order, restore_read_ahead reads in flight (2 by
-//     default: perf-notes.md found two readers ahead best) on the
-//     Asio pool while the stream uploads earlier chunks. Buffers are acquired
-//     in chunk order, so a restore waiting for a buffer holds none it still
-//     has to fill: concurrent restores cannot deadlock. Chunks are hashed and
-//     uploaded in order; a buffer returns once its copy has completed.
-//  4. Commit: whole-blob hashes matched, QSA re-pools enqueued, every
-//     counter set at once, completion after the stream passed the work.
+//  3. Stream: restore_read_ahead lanes (2 by default: perf-notes.md found two
+//     readers ahead best) run on the Asio pool, each taking the next layer
+//     not yet streamed and reading its chunks in order straight into
+//     staging: envelope check, whole-blob hash and copy in one pass over the
+//     bytes (a layer's hash needs its chunks in order). Each chunk is
+//     uploaded as soon as it is staged; the last one only after the layer's
+//     whole-blob hash matched. A lane holds one buffer at a time and waits
+//     for the next holding none, so concurrent restores cannot deadlock; a
+//     buffer returns once its copy has completed.
+//  4. Commit: once every lane is done, QSA re-pools enqueued, every counter
+//     set at once, completion after the stream passed the work.
 // A failure at any step moves no counter; the completion of a failed restore
-// also waits for the stream to pass whatever it had already uploaded.
+// waits for every lane to stop and for the stream to pass whatever was
+// already uploaded.
 #include <boost/asio/post.hpp>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,14 +63,6 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
     RestorePlan plan;
     BlobHasher hasher;
     std::optional<Buffer> kept;  // chunk 0, staged during validation (a hold)
-  };
-  struct Item {  // one chunk to stream
-    size_t layer = 0;
-    uint32_t chunk = 0;
-  };
-  struct Staged {
-    Buffer buf;
-    bool held = false;  // counted by StagingPool::TryHold
   };
 
   // ---- 1. prepare ----------------------------------------------------------
@@ -135,7 +130,8 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
     for (; head.size() < need && c < l.entry.chunks; ++c) {
       const uint64_t size = SizeOf(l, c);
       Status st =
-          core_.store.ReadChunkInto(ns_, prefix_, manifest_, l.index, c, b.span().first(size));
+          core_.store.ReadChunkInto(ns_, prefix_, manifest_, l.index, c, b.span().first(size),
+                                    /*blob_hash=*/nullptr);  // hashed when streamed
       if (!st.ok()) {
         core_.staging->Release(b);
         return Fail(st.WithContext(LayerWhere(l.index)));
@@ -157,115 +153,113 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
     ValidateNext(li + 1);
   }
 
-  // ---- 3. stream -----------------------------------------------------------
+  // ---- 3. stream (one lane per layer in flight) ---------------------------
 
   void StartStream() {
-    for (size_t li = 0; li < layers_.size(); ++li) {
-      for (uint32_t c = 0; c < layers_[li].entry.chunks; ++c) items_.push_back({li, c});
-    }
-    Advance(std::nullopt);
-  }
-
-  // Requests buffers for the next chunks, in order, up to restore_read_ahead chunks
-  // not yet uploaded. Caller holds mu_.
-  void Pump() {
-    while (!failed_ && !acquiring_ && next_read_ < items_.size() &&
-           next_read_ - next_upload_ < core_.options.restore_read_ahead) {
-      const size_t idx = next_read_++;
-      Layer& l = layers_[items_[idx].layer];
-      if (items_[idx].chunk == 0 && l.kept) {
-        ready_[idx] = Staged{*l.kept, true};
-        l.kept.reset();
-        continue;
-      }
-      acquiring_ = true;  // the next acquire waits for this one: chunk order
-      auto self = shared_from_this();
-      core_.staging->AsyncAcquire([self, idx](Buffer b) { self->ReadInto(idx, b); });
-    }
-  }
-
-  void ReadInto(size_t idx, Buffer b) {
+    const size_t lanes =
+        std::min<size_t>(std::max<size_t>(core_.options.restore_read_ahead, 1), layers_.size());
     {
-      std::unique_lock lock(mu_);
-      acquiring_ = false;
-      if (failed_) {
-        lock.unlock();
-        return core_.staging->Release(b);
-      }
-      Pump();  // the next chunk's read overlaps this one
+      std::lock_guard lock(mu_);
+      lanes_running_ = lanes;
     }
-    const Item& item = items_[idx];
-    const Layer& l = layers_[item.layer];
-    const uint64_t size = SizeOf(l, item.chunk);
-    // A Corruption here has already quarantined the snapshot (store.h).
-    Status st = core_.store.ReadChunkInto(ns_, prefix_, manifest_, l.index, item.chunk,
-                                          b.span().first(size));
-    if (!st.ok()) {
-      core_.staging->Release(b);
-      return Fail(st.WithContext(LayerWhere(l.index)));
-    }
-    Advance(Staged{Buffer{b.data, static_cast<size_t>(size)}, false}, idx);
+    for (size_t i = 0; i < lanes; ++i) NextLayer();
   }
 
-  // Adds a chunk just read (if any), requests more, uploads what is next in
-  // order, and commits after the last chunk.
-  void Advance(std::optional<Staged> read, size_t idx = 0) {
-    bool quarantine = false;
-    bool commit = false;
+  // Gives this lane the next layer not yet streamed; ends the lane when none
+  // is left or the restore failed.
+  void NextLayer() {
+    size_t li = 0;
+    {
+      std::lock_guard lock(mu_);
+      if (!failed_ && next_layer_ < layers_.size())
+        li = next_layer_++;
+      else
+        li = layers_.size();
+    }
+    if (li == layers_.size()) return EndLane();
+    StreamChunk(li, 0);
+  }
+
+  void StreamChunk(size_t li, uint32_t c) {
+    Layer& l = layers_[li];
+    if (c == l.entry.chunks) return NextLayer();
+    std::optional<Buffer> kept;  // chunk 0, staged and verified during validation
+    if (c == 0) {
+      std::lock_guard lock(mu_);  // Fail may return it meanwhile
+      kept.swap(l.kept);
+    }
+    if (kept) return StageChunk(li, 0, *kept, /*kept=*/true);
+    auto self = shared_from_this();
+    core_.staging->AsyncAcquire([self, li, c](Buffer b) { self->StageChunk(li, c, b, false); });
+  }
+
+  // Reads chunk `c` of layer `li` into `b` (unless it is the kept chunk 0),
+  // uploads it and goes on with the next chunk.
+  void StageChunk(size_t li, uint32_t c, Buffer b, bool kept) {
+    Layer& l = layers_[li];
+    const uint64_t size = SizeOf(l, c);
+    const ByteSpan staged{b.data, static_cast<size_t>(size)};
     Status st;
-    {
-      std::unique_lock lock(mu_);
-      if (failed_) {
-        lock.unlock();
-        if (read) core_.staging->Release(read->buf);
-        return;
-      }
-      if (read) ready_[idx] = *read;
-      Pump();
-      st = DrainReady(&quarantine);
-      commit = st.ok() && next_upload_ == items_.size();
+    bool quarantine = false;
+    const bool stopped = failed();  // another lane failed: stop quietly
+    if (stopped) {
+    } else if (kept) {
+      l.hasher.Update(staged);
+    } else {
+      // A Corruption here has already quarantined the snapshot (store.h).
+      st = core_.store.ReadChunkInto(ns_, prefix_, manifest_, l.index, c, b.span().first(size),
+                                     &l.hasher);
+      if (!st.ok()) st = st.WithContext(LayerWhere(l.index));
     }
-    if (!st.ok()) return Fail(st, quarantine);
-    if (commit) Commit();
-  }
-
-  // Hashes and uploads every ready chunk that is next in order. Caller holds
-  // mu_. `quarantine` is set when the error is a whole-blob hash mismatch.
-  Status DrainReady(bool* quarantine) {
-    for (auto it = ready_.find(next_upload_); it != ready_.end(); it = ready_.find(next_upload_)) {
-      const Staged s = it->second;
-      ready_.erase(it);
-      const Item item = items_[next_upload_++];
-      Status st = Upload(item, s.buf, quarantine);
-      if (s.held) core_.staging->EndHold();
-      Status rel = core_.staging->ReleaseAfter(s.buf, stream_);
-      if (!st.ok()) return st;
-      if (!rel.ok()) return rel;
-      Pump();
-    }
-    return Status::Ok();
-  }
-
-  Status Upload(const Item& item, Buffer b, bool* quarantine) {
-    Layer& l = layers_[item.layer];
-    l.hasher.Update({b.data, b.size});
     // The last chunk goes up only once the whole blob matches its manifest.
-    if (item.chunk + 1 == l.entry.chunks && l.hasher.Digest() != l.entry.xxh3) {
-      *quarantine = true;
-      return Status::Corruption(LayerWhere(l.index) +
-                                ": whole-blob XXH3 does not match the manifest");
+    if (st.ok() && c + 1 == l.entry.chunks && l.hasher.Digest() != l.entry.xxh3) {
+      quarantine = true;
+      st =
+          Status::Corruption(LayerWhere(l.index) + ": whole-blob XXH3 does not match the manifest");
     }
-    const uint64_t lo = uint64_t{item.chunk} * manifest_.chunk_bytes, hi = lo + b.size;
+    if (st.ok() && !stopped) st = Upload(l, c, staged);
+    if (kept) core_.staging->EndHold();
+    Status released = core_.staging->ReleaseAfter(b, stream_);
+    if (st.ok()) st = released;
+    if (!st.ok()) Fail(st, quarantine);
+    if (!st.ok() || stopped) return EndLane();
+    StreamChunk(li, c + 1);
+  }
+
+  Status Upload(Layer& l, uint32_t chunk, ByteSpan b) {
+    const uint64_t lo = uint64_t{chunk} * manifest_.chunk_bytes, hi = lo + b.size();
     for (const BlobSegment& seg : l.plan.segments) {
       const uint64_t s = std::max(lo, seg.blob_offset);
       const uint64_t e = std::min(hi, seg.blob_offset + seg.bytes);
       if (s >= e) continue;
-      uploaded_any_ = true;
-      AUXSTORE_RETURN_IF_ERROR(core_.gpu.CopyH2DAsync({b.data + (s - lo), e - s}, seg.device,
+      {
+        std::lock_guard lock(mu_);
+        uploaded_any_ = true;
+      }
+      AUXSTORE_RETURN_IF_ERROR(core_.gpu.CopyH2DAsync(b.subspan(s - lo, e - s), seg.device,
                                                       seg.device_offset + (s - seg.blob_offset),
                                                       stream_));
     }
     return Status::Ok();
+  }
+
+  // The last lane to stop completes the restore: commits it, or reports the
+  // first failure once every upload any lane enqueued is on the stream.
+  void EndLane() {
+    bool last = false, failed = false;
+    {
+      std::lock_guard lock(mu_);
+      last = --lanes_running_ == 0;
+      failed = failed_;
+    }
+    if (!last) return;
+    if (!failed) return Commit();
+    Complete();
+  }
+
+  bool failed() {
+    std::lock_guard lock(mu_);
+    return failed_;
   }
 
   // ---- 4. commit -----------------------------------------------------------
@@ -281,30 +275,38 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
 
   // ---- completion ----------------------------------------------------------
 
-  // Runs once per restore, from whichever step failed first.
+  // Records the first failure (later ones are dropped) and returns buffers
+  // kept from validation. Outside the stream phase it completes the restore
+  // at once; while lanes run, the last lane to stop does (EndLane).
   void Fail(Status st, bool quarantine = false) {
-    bool after_stream = false;
+    bool complete_now = false;
     {
       std::lock_guard lock(mu_);
       if (failed_) return;
       failed_ = true;
-      // Buffers this restore staged but will not upload.
-      for (auto& [idx, s] : ready_) {
-        if (s.held) core_.staging->EndHold();
-        core_.staging->Release(s.buf);
-      }
-      ready_.clear();
+      error_ = st;
       for (Layer& l : layers_) {
         if (!l.kept) continue;
         core_.staging->EndHold();
         core_.staging->Release(*l.kept);
         l.kept.reset();
       }
-      after_stream = uploaded_any_;
+      complete_now = lanes_running_ == 0;
     }
     // Only what this pipeline itself found; a store read that failed with
     // Corruption has quarantined the snapshot already.
     if (quarantine) (void)core_.store.Quarantine(ns_, prefix_, st);
+    if (complete_now) Complete();
+  }
+
+  void Complete() {
+    Status st;
+    bool after_stream = false;
+    {
+      std::lock_guard lock(mu_);
+      st = error_;
+      after_stream = uploaded_any_;
+    }
     if (after_stream) return FinishAfterStream(std::move(st));
     Finish(std::move(st));
   }
@@ -319,12 +321,17 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
     Finish(st.ok() ? sync : st);
   }
 
+  // Counts the restore before the completion runs (whoever sees it sees the
+  // count), and stops counting it as running only after (the pipeline's
+  // destructor waits for running restores).
   void Finish(Status st) {
+    {
+      std::lock_guard lock(core_.mu);
+      ++(st.ok() ? core_.stats.restores_ok : core_.stats.restores_failed);
+    }
     RestoreCallback done = std::move(done_);
-    const bool ok = st.ok();
     done(std::move(st));
     std::lock_guard lock(core_.mu);
-    ++(ok ? core_.stats.restores_ok : core_.stats.restores_failed);
     --core_.restores_running;
     core_.cv.notify_all();
   }
@@ -336,17 +343,15 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
   const StreamHandle stream_;
   RestoreCallback done_;
   Manifest manifest_;
-  std::vector<Layer> layers_;  // fixed after Prepare
-  std::vector<Item> items_;    // fixed before streaming starts
+  std::vector<Layer> layers_;  // fixed after Prepare; each streamed by one lane
 
-  // Streaming state, shared by the reads in flight.
+  // Shared by the lanes.
   std::mutex mu_;
   bool failed_ = false;
-  bool acquiring_ = false;  // a buffer request is queued
+  Status error_;  // the first failure
   bool uploaded_any_ = false;
-  size_t next_read_ = 0;    // next item to request a buffer for
-  size_t next_upload_ = 0;  // next item to hash and upload
-  std::map<size_t, Staged> ready_;
+  size_t next_layer_ = 0;  // next layer a lane takes
+  size_t lanes_running_ = 0;
 };
 
 }  // namespace

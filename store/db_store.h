@@ -48,7 +48,8 @@ class DbStore final : public Store {
   Result<std::vector<uint8_t>> GetLayer(NamespaceId ns, const Prefix& prefix,
                                         uint32_t layer) override;
   Status ReadChunkInto(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
-                       uint32_t layer, uint32_t chunk, std::span<uint8_t> dst) override;
+                       uint32_t layer, uint32_t chunk, std::span<uint8_t> dst,
+                       BlobHasher* blob_hash) override;
   Status Quarantine(NamespaceId ns, const Prefix& prefix, const Status& why) override;
   Status QuarantineIfUnchanged(NamespaceId ns, const Prefix& prefix, const Manifest& seen,
                                const Status& why) override;

@@ -229,7 +229,8 @@ Result<std::vector<uint8_t>> DbStore::GetLayer(NamespaceId ns, const Prefix& pre
 }
 
 Status DbStore::ReadChunkInto(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
-                              uint32_t layer, uint32_t chunk, std::span<uint8_t> dst) {
+                              uint32_t layer, uint32_t chunk, std::span<uint8_t> dst,
+                              BlobHasher* blob_hash) {
   const LayerEntry* entry = manifest.FindLayer(layer);
   if (!entry) return Status::InvalidArgument("manifest has no layer " + std::to_string(layer));
   if (chunk >= entry->chunks) {
@@ -253,7 +254,7 @@ Status DbStore::ReadChunkInto(NamespaceId ns, const Prefix& prefix, const Manife
   } else if (!s.ok()) {
     return s.WithContext("read a chunk of " + Where(ns, prefix));
   } else {
-    auto env = DecodeEnvelopeInto(Bytes(key), Bytes(record.value), dst);
+    auto env = DecodeEnvelopeInto(Bytes(key), Bytes(record.value), dst, blob_hash);
     if (!env.ok()) {
       st = env.error().WithContext("layer " + std::to_string(layer) + " chunk " +
                                    std::to_string(chunk) + " of " + Where(ns, prefix));

@@ -2,10 +2,12 @@
 // and take snapshots off the engine's thread (design.md section 4).
 //
 // Restore: manifest -> every layer's header checked against its target
-// before any upload -> chunks read (Store::ReadChunkInto straight into pinned
-// staging, on an Asio pool), hashed, uploaded with CopyH2DAsync; reading
-// chunk k+1 overlaps the upload of chunk k -> whole-blob XXH3 compared with
-// the manifest -> QSA re-pool launched -> counters committed, all layers at
+// before any upload -> chunks read in order per layer, several layers at
+// once (Store::ReadChunkInto straight into pinned staging, on an Asio pool;
+// envelope check, whole-blob hash and copy in one pass), uploaded with
+// CopyH2DAsync; reading chunk k+1 overlaps the upload of chunk k ->
+// whole-blob XXH3 compared with the manifest before a layer's last chunk is
+// uploaded -> QSA re-pool launched -> counters committed, all layers at
 // once -> completion, once the stream has passed the restored work. Any
 // failure: an error and no counter moved; Corruption also quarantines the
 // snapshot. Targets must be fresh and untouched until the completion.
@@ -36,8 +38,9 @@ struct PipelineOptions {
   size_t staging_buffers = 4;
   size_t staging_bytes = 4u << 20;
   size_t io_threads = 2;
-  // Chunk reads in flight per restore, ahead of the chunk being uploaded
-  // (>= 1). Reads beyond io_threads only queue.
+  // Layers a restore streams at once (>= 1), each by one lane reading its
+  // chunks in order; chunk reads in flight per restore are at most this many.
+  // Lanes beyond io_threads only queue.
   size_t restore_read_ahead = 2;
   // Snapshots accepted but not yet written, and the pinned bytes they hold.
   size_t snapshot_queue = 8;

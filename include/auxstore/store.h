@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "auxstore/blob_codecs.h"
+#include "auxstore/blob_hash.h"
 #include "auxstore/geometry.h"
 #include "auxstore/manifest_types.h"
 #include "auxstore/prefix.h"
@@ -138,10 +139,13 @@ class Store {
   // size, ChunkSize()), verifying its envelope while copying. For pipelines
   // that stage chunks themselves (gpu/): they must hash the whole blob with
   // BlobHasher and compare it with the manifest before committing anything.
+  // Passing `blob_hash` (may be null) feeds it this chunk's payload during
+  // the same copy, which is nearly free; chunks must then be read in order.
   // A Corruption here has already quarantined the snapshot; a pipeline that
   // finds a whole-blob mismatch calls Quarantine itself.
   virtual Status ReadChunkInto(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
-                               uint32_t layer, uint32_t chunk, std::span<uint8_t> dst) = 0;
+                               uint32_t layer, uint32_t chunk, std::span<uint8_t> dst,
+                               BlobHasher* blob_hash) = 0;
 
   // Removes the snapshot's manifest (so lookups miss) and counts a
   // quarantine. Returns `why` when it did; OK when there was nothing to do.

@@ -262,6 +262,21 @@ TEST(DecodeEnvelopeInto, CopiesPayloadsAroundTheFusedPieceSize) {
   }
 }
 
+TEST(DecodeEnvelopeInto, FeedsTheBlobHashTheSameBytesInOrder) {
+  // Two chunks of one blob, each spanning several fused pieces.
+  const auto blob = RandomBytes(5 * kFusedPiece + 99, 7);
+  const size_t cut = 2 * kFusedPiece + 5;
+  BlobHasher fused;
+  std::vector<uint8_t> dst(blob.size());
+  for (auto [off, n] : {std::pair<size_t, size_t>{0, cut}, {cut, blob.size() - cut}}) {
+    const std::vector<uint8_t> chunk(blob.begin() + off, blob.begin() + off + n);
+    const auto v = Envelope(chunk);
+    ASSERT_TRUE(DecodeEnvelopeInto(AsBytes(kKey), v, std::span(dst).subspan(off, n), &fused).ok());
+  }
+  EXPECT_EQ(dst, blob);
+  EXPECT_EQ(fused.Digest(), BlobHasher::Hash(blob));
+}
+
 TEST(DecodeEnvelopeInto, DetectsAFlipInEveryPieceOfALargePayload) {
   const auto good = Envelope(RandomBytes(2 * kFusedPiece + 100, 8));
   for (size_t at : {size_t{24}, 24 + kFusedPiece - 1, 24 + kFusedPiece, 24 + 2 * kFusedPiece,

@@ -16,6 +16,8 @@ class FaultyBackend final : public GpuBackend {
   // The n-th (0-based) CopyH2DAsync from now fails; -1 = never.
   std::atomic<int> fail_h2d_at{-1};
   std::atomic<bool> fail_pool{false};
+  // Copies enqueued, and those the stream has completed.
+  std::atomic<int> h2d_enqueued{0}, h2d_done{0};
   std::atomic<bool> fail_host_func{false};
   std::set<DevicePtr> fail_free;  // Free of these fails (and really frees nothing)
   std::atomic<int> h2d_calls{0}, free_calls{0};
@@ -48,7 +50,9 @@ class FaultyBackend final : public GpuBackend {
   Status CopyH2DAsync(std::span<const uint8_t> src, DevicePtr dst, uint64_t off,
                       StreamHandle s) override {
     if (h2d_calls++ == fail_h2d_at) return Status::Internal("injected H2D failure");
-    return in_.CopyH2DAsync(src, dst, off, s);
+    AUXSTORE_RETURN_IF_ERROR(in_.CopyH2DAsync(src, dst, off, s));
+    ++h2d_enqueued;
+    return in_.LaunchHostFunc(s, [this] { ++h2d_done; });  // runs once the copy has
   }
   Status CopyD2HAsync(DevicePtr src, uint64_t off, std::span<uint8_t> dst,
                       StreamHandle s) override {

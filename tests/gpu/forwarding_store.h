@@ -66,14 +66,14 @@ class ForwardingStore final : public Store {
     return in_.GetLayer(ns, p, l);
   }
   Status ReadChunkInto(NamespaceId ns, const Prefix& p, const Manifest& m, uint32_t layer,
-                       uint32_t chunk, std::span<uint8_t> dst) override {
+                       uint32_t chunk, std::span<uint8_t> dst, BlobHasher* blob_hash) override {
     ++chunk_reads;
     if (corrupt_chunk && *corrupt_chunk == std::make_pair(layer, chunk)) {
       Status st = Status::Corruption("injected chunk corruption");
       (void)Quarantine(ns, p, st);
       return st;
     }
-    return in_.ReadChunkInto(ns, p, m, layer, chunk, dst);
+    return in_.ReadChunkInto(ns, p, m, layer, chunk, dst, blob_hash);
   }
   Status Quarantine(NamespaceId ns, const Prefix& p, const Status& why) override {
     ++quarantines;

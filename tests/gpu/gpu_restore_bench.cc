@@ -201,7 +201,8 @@ int main(int argc, char** argv) {
     for (const LayerEntry& e : manifest->layers) {
       for (uint32_t c = 0; c < e.chunks; ++c) {
         const uint64_t n = ChunkSize(e.bytes, manifest->chunk_bytes, c);
-        if (Status st = store.ReadChunkInto(*ns, prefix, *manifest, e.layer, c, {pinned[0], n});
+        if (Status st =
+                store.ReadChunkInto(*ns, prefix, *manifest, e.layer, c, {pinned[0], n}, nullptr);
             !st.ok())
           Die("read", st);
       }

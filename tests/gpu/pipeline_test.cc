@@ -145,6 +145,23 @@ TEST_F(PipelineTest, WholeBlobHashMismatchFailsAndQuarantines) {
   EXPECT_EQ(store_->quarantines.load(), 1);
 }
 
+// Lanes stream several layers at once: when one fails, the others may have
+// uploads in flight; the completion still comes only after all of them.
+TEST_F(PipelineTest, AFailedRestoreCompletesAfterEveryUploadItEnqueued) {
+  auto p = MakePipeline();
+  Sequence src = Filled(8);
+  Put(*p, src, PrefixFromSeed(8));
+  ASSERT_TRUE(host_.SetStreamDelay(stream_, std::chrono::milliseconds(2)).ok());
+  store_->corrupt_chunk = std::make_pair(0u, 4u);  // mid-blob, while lane 2 streams layer 1
+  Sequence dst = Fresh();
+  Status st = p->Restore(ns_, PrefixFromSeed(8), dst.targets(), stream_).get();
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_GT(gpu_.h2d_enqueued.load(), 0) << "other layers were uploading";
+  EXPECT_EQ(gpu_.h2d_done.load(), gpu_.h2d_enqueued.load());
+  EXPECT_TRUE(dst.all_fresh());
+  EXPECT_EQ(p->stats().restores_failed, 1u);
+}
+
 TEST_F(PipelineTest, SnapshotsAreShedWhenTheQueueIsFull) {
   PipelineOptions o;
   o.staging_buffers = 2;

@@ -296,7 +296,9 @@ TEST_F(StoreTest, StoreDirectoryAndFilesAreOwnerOnlyWhateverTheUmask) {
   EXPECT_EQ(st.st_mode & 0777, 0700u);
   for (auto& e : std::filesystem::recursive_directory_iterator(path)) {
     ASSERT_EQ(::stat(e.path().c_str(), &st), 0);
-    if (e.is_regular_file()) EXPECT_EQ(st.st_mode & 0077, 0u) << e.path();
+    if (e.is_regular_file()) {
+      EXPECT_EQ(st.st_mode & 0077, 0u) << e.path();
+    }
   }
 }
 
