@@ -114,11 +114,19 @@ std::string EncodeEnvelope(ByteSpan key, RecordKind kind, ByteSpan payload) {
   return out;
 }
 
-Result<EnvelopeView> DecodeEnvelope(ByteSpan key, ByteSpan value) {
+Result<EnvelopeView> DecodeEnvelope(ByteSpan key, ByteSpan value, BlobHasher* blob_hash) {
   AUXSTORE_ASSIGN_OR_RETURN(EnvelopeView v, ParseHeader(value));
   Hasher h(key);
   h.Update(value.data(), kChecksumOffset);
-  h.Update(v.payload.data(), v.payload.size());
+  if (blob_hash == nullptr) {
+    h.Update(v.payload.data(), v.payload.size());
+  } else {
+    for (size_t off = 0; off < v.payload.size(); off += kFusedPiece) {
+      const size_t n = std::min(kFusedPiece, v.payload.size() - off);
+      h.Update(v.payload.data() + off, n);
+      blob_hash->Update(v.payload.subspan(off, n));
+    }
+  }
   const uint64_t stored = GetLE64(value.data() + kChecksumOffset);
   if (h.Digest() != stored) return ChecksumMismatch(stored, h.Digest());
   return v;

@@ -57,7 +57,9 @@ void EncodeEnvelopeHeader(ByteSpan key, RecordKind kind, ByteSpan payload,
 // value shorter than a header, bad magic, unknown version, unknown kind,
 // nonzero flags, length mismatch (truncated or trailing bytes), checksum
 // mismatch.
-Result<EnvelopeView> DecodeEnvelope(ByteSpan key, ByteSpan value);
+// When `blob_hash` is given, the payload is also fed to it, piece by piece
+// with the checksum pass (see DecodeEnvelopeInto).
+Result<EnvelopeView> DecodeEnvelope(ByteSpan key, ByteSpan value, BlobHasher* blob_hash = nullptr);
 
 // DecodeEnvelope that also copies the payload into `dst` (exactly its size),
 // hashing and copying in cache-sized pieces so verification rides on the

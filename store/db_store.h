@@ -109,9 +109,14 @@ class DbStore final : public Store {
   };
   // NotFound when no record has `key`; the value is not verified here.
   Status PinRecord(const std::string& key, PinnedRecord* out);
-  Status ReadVerifiedChunk(NamespaceId ns, const Prefix& prefix, const LayerEntry& entry,
-                           uint32_t chunk_bytes, uint32_t chunk, PinnedRecord* record,
-                           ByteSpan* payload);
+  // PinRecord of a layer chunk; a missing one is Corruption (a torn snapshot).
+  Status PinChunk(NamespaceId ns, const Prefix& prefix, uint32_t layer, uint32_t chunk,
+                  PinnedRecord* record);
+  // Checks a pinned chunk's envelope, kind and size against the manifest and
+  // feeds its payload to `blob_hash` (may be null) in the same pass.
+  Status VerifyChunk(NamespaceId ns, const Prefix& prefix, const LayerEntry& entry,
+                     uint32_t chunk_bytes, uint32_t chunk, const PinnedRecord& record,
+                     BlobHasher* blob_hash, ByteSpan* payload);
   void Touch(NamespaceId ns, const Prefix& prefix);
   // Quarantines the snapshot if its stored manifest value still passes
   // `still_same` (null: any) and returns `why`; returns NotFound when it was

@@ -277,6 +277,19 @@ TEST(DecodeEnvelopeInto, FeedsTheBlobHashTheSameBytesInOrder) {
   EXPECT_EQ(fused.Digest(), BlobHasher::Hash(blob));
 }
 
+TEST(DecodeEnvelope, FeedsTheBlobHashWhenAsked) {
+  const auto blob = RandomBytes(3 * kFusedPiece + 7, 9);
+  const auto v = Envelope(blob);
+  BlobHasher fused;
+  auto r = DecodeEnvelope(AsBytes(kKey), v, &fused);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(fused.Digest(), BlobHasher::Hash(blob));
+  auto flipped = v;
+  flipped[24 + 2 * kFusedPiece] ^= 1;
+  BlobHasher unused;
+  EXPECT_ERROR(DecodeEnvelope(AsBytes(kKey), flipped, &unused), kCorruption, "checksum mismatch");
+}
+
 TEST(DecodeEnvelopeInto, DetectsAFlipInEveryPieceOfALargePayload) {
   const auto good = Envelope(RandomBytes(2 * kFusedPiece + 100, 8));
   for (size_t at : {size_t{24}, 24 + kFusedPiece - 1, 24 + kFusedPiece, 24 + 2 * kFusedPiece,
