@@ -34,7 +34,7 @@ double RawWrite(const std::string& file, std::span<const uint8_t> bytes) {
 
 double RawReadCold(const std::string& file, uint64_t bytes) {
   DropPageCache(file);
-  std::vector<uint8_t> buf(kIoBytes);
+  HugeBuffer buf(kIoBytes);
   Stopwatch t;
   int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
@@ -56,7 +56,7 @@ double RawReadTreeCold(const std::string& dir) {
   }
   std::sort(files.begin(), files.end());  // RocksDB numbers files in write order
   DropPageCache(dir);
-  std::vector<uint8_t> buf(kIoBytes);
+  HugeBuffer buf(kIoBytes);
   Stopwatch t;
   for (const std::string& f : files) {
     int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
@@ -68,8 +68,7 @@ double RawReadTreeCold(const std::string& dir) {
   return t.Seconds();
 }
 
-double Memcpy(std::span<const uint8_t> src) {
-  std::vector<uint8_t> dst(src.size());
+double Memcpy(std::span<const uint8_t> src, std::span<uint8_t> dst) {
   std::memset(dst.data(), 1, dst.size());  // fault the pages in first: measure the copy
   Stopwatch t;
   std::memcpy(dst.data(), src.data(), src.size());

@@ -49,7 +49,7 @@ double FilePerBlob::Write(const WorkloadData& data) {
 double FilePerBlob::Read(const WorkloadData& data, bool cold) {
   if (cold) DropPageCache(dir);
   const Workload& w = data.workload();
-  std::vector<uint8_t> buf(w.layer_bytes);
+  HugeBuffer buf(w.layer_bytes);
   Stopwatch t;
   for (uint32_t s = 0; s < w.snapshots; ++s) {
     for (uint32_t l = 0; l < w.layers; ++l) {

@@ -1,13 +1,16 @@
 #include "bench/measure.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <sstream>
 
 namespace auxstore::bench {
@@ -84,5 +87,16 @@ void FillRandom(uint8_t* p, size_t n, uint64_t seed) {
   }
   for (; i < n; ++i) p[i] = static_cast<uint8_t>(x >> (8 * (i % 8)));
 }
+
+HugeBuffer::HugeBuffer(size_t bytes) : size_(bytes) {
+  constexpr size_t kHuge = 2u << 20;
+  const size_t rounded = (std::max<size_t>(bytes, 1) + kHuge - 1) / kHuge * kHuge;
+  data_ = static_cast<uint8_t*>(std::aligned_alloc(kHuge, rounded));
+  if (data_ == nullptr) throw std::bad_alloc();
+  (void)::madvise(data_, rounded, MADV_HUGEPAGE);
+  std::memset(data_, 0, rounded);
+}
+
+HugeBuffer::~HugeBuffer() { std::free(data_); }
 
 }  // namespace auxstore::bench

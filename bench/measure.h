@@ -3,7 +3,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,31 @@ void DropPageCache(const std::string& path);
 uint64_t PeakRssBytes();
 uint64_t RssBytes();
 bool ResetPeakRss();
+
+// A zero-filled buffer on transparent huge pages, every page touched. Every
+// buffer the benchmarks copy into or out of is one, as the store's own read
+// and staging buffers are: on the project's VMs (shadow paging) a 4 KiB page
+// costs ~10 us on first touch and again after any large munmap in the
+// process (an XXH3 pass over a 4 KiB-paged buffer ran at 0.46 GB/s right
+// after a 256 MiB free, 15 GB/s on huge pages), which would skew whichever
+// contender runs next.
+class HugeBuffer {
+ public:
+  explicit HugeBuffer(size_t bytes);
+  ~HugeBuffer();
+  HugeBuffer(const HugeBuffer&) = delete;
+  HugeBuffer& operator=(const HugeBuffer&) = delete;
+
+  uint8_t* data() { return data_; }
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  std::span<uint8_t> span() { return {data_, size_}; }
+  std::span<const uint8_t> span() const { return {data_, size_}; }
+
+ private:
+  uint8_t* data_;
+  size_t size_;
+};
 
 // Fills with pseudo-random bytes (incompressible, cheap to generate).
 void FillRandom(uint8_t* p, size_t n, uint64_t seed);

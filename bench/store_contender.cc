@@ -62,7 +62,7 @@ double StoreContender::ReadLayers(const WorkloadData& data, bool cold) {
   if (cold) DropPageCache(dir_);
   const NamespaceId ns = NamespaceFingerprint(BenchSpec());
   const Workload& w = data.workload();
-  std::vector<uint8_t> buf(w.layer_bytes);
+  HugeBuffer buf(w.layer_bytes);
   Stopwatch t;
   for (uint32_t s = 0; s < w.snapshots; ++s) {
     for (uint32_t l = 0; l < w.layers; ++l) {

@@ -12,7 +12,7 @@ WorkloadData::WorkloadData(const Workload& w) : w_(w), bytes_(w.total_bytes()) {
 
 std::span<const uint8_t> WorkloadData::Layer(uint32_t snapshot, uint32_t layer) const {
   const uint64_t off = (uint64_t{snapshot} * w_.layers + layer) * w_.layer_bytes;
-  return std::span<const uint8_t>(bytes_).subspan(off, w_.layer_bytes);
+  return bytes_.span().subspan(off, w_.layer_bytes);
 }
 
 std::vector<Workload> StandardWorkloads(uint64_t target, uint32_t realistic_tokens) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/measure.h"
+
 namespace auxstore::bench {
 
 struct Workload {
@@ -25,11 +27,11 @@ class WorkloadData {
   explicit WorkloadData(const Workload& w);
   const Workload& workload() const { return w_; }
   std::span<const uint8_t> Layer(uint32_t snapshot, uint32_t layer) const;
-  std::span<const uint8_t> All() const { return bytes_; }
+  std::span<const uint8_t> All() const { return bytes_.span(); }
 
  private:
   Workload w_;
-  std::vector<uint8_t> bytes_;
+  HugeBuffer bytes_;
 };
 
 // The standard set: 256 KiB, 4 MiB and 64 MiB layers, and a realistic
