@@ -5,6 +5,7 @@
 #pragma once
 
 #include <rocksdb/db.h>
+#include <rocksdb/sst_file_writer.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -81,6 +82,9 @@ class DbStore final : public Store {
   Status CheckWritable() const;
   // Runs a write; on failure fences the handle (reliability-notes #2).
   Status Guard(const rocksdb::Status& s, const std::string& what);
+  // One SST file of `layers`' records (sorted), its checksum in `info`.
+  Status WriteSst(const std::string& file, NamespaceId ns, const Prefix& prefix,
+                  std::span<const LayerBlob> layers, rocksdb::ExternalSstFileInfo* info);
   Status WriteIngested(NamespaceId ns, const Prefix& prefix, std::span<const LayerBlob> layers,
                        const Manifest& manifest);
   Status WriteBatched(NamespaceId ns, const Prefix& prefix, std::span<const LayerBlob> layers,

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <thread>
+#include <vector>
 
 #include "auxstore/blob_hash.h"
 #include "format/envelope.h"
@@ -165,19 +167,27 @@ Status DbStore::WriteBatched(NamespaceId ns, const Prefix& prefix,
   return CommitManifest(&batch, ns, prefix, manifest);
 }
 
-Status DbStore::WriteIngested(NamespaceId ns, const Prefix& prefix,
-                              std::span<const LayerBlob> layers, const Manifest& manifest) {
-  // One SST per snapshot, written once and moved into the tree: no WAL copy,
-  // no memtable, no compaction rewrite (write amplification 1.0).
-  char name[64];
-  std::snprintf(name, sizeof name, "/%d-%" PRIu64 ".sst", static_cast<int>(::getpid()),
-                ingest_counter_.fetch_add(1));
-  const std::string file = path_ + "/" + kIngestDir + name;
-  struct RemoveOnExit {
-    std::string f;
-    ~RemoveOnExit() { ::unlink(f.c_str()); }  // no-op once moved into the DB
-  } cleanup{file};
+// Where to cut a snapshot's layers (sorted, so their keys are too) into two
+// SST files written in parallel: one writer is bound by one core (building
+// blocks, hashing, the kernel copy; perf-notes: 0.93 -> 1.08 x raw write
+// with two). Returns layers.size() when one file is better: a single layer,
+// or a half too small to pay for a second file and thread.
+size_t ParallelSstCut(std::span<const LayerBlob> layers) {
+  constexpr uint64_t kMinHalf = 16u << 20;
+  uint64_t total = 0;
+  for (const LayerBlob& l : layers) total += l.bytes.size();
+  uint64_t before = 0;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if (before >= total / 2) {
+      return before >= kMinHalf && total - before >= kMinHalf ? i : layers.size();
+    }
+    before += layers[i].bytes.size();
+  }
+  return layers.size();
+}
 
+Status DbStore::WriteSst(const std::string& file, NamespaceId ns, const Prefix& prefix,
+                         std::span<const LayerBlob> layers, rocksdb::ExternalSstFileInfo* info) {
   rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), RecordsSstWriterOptions(setup_),
                                 cf_[kRecords]);
   AUXSTORE_RETURN_IF_ERROR(FromRocks(writer.Open(file), "create " + file));
@@ -185,8 +195,40 @@ Status DbStore::WriteIngested(NamespaceId ns, const Prefix& prefix,
       ns, prefix, layers, options_.chunk_bytes, [&](const std::string& k, const std::string& v) {
         return FromRocks(writer.Put(k, v), "write " + file);
       }));
-  rocksdb::ExternalSstFileInfo info;
-  AUXSTORE_RETURN_IF_ERROR(FromRocks(writer.Finish(&info), "finish " + file));
+  return FromRocks(writer.Finish(info), "finish " + file);
+}
+
+Status DbStore::WriteIngested(NamespaceId ns, const Prefix& prefix,
+                              std::span<const LayerBlob> layers, const Manifest& manifest) {
+  // One SST per snapshot (two, written in parallel, for big ones), written
+  // once and moved into the tree: no WAL copy, no memtable, no compaction
+  // rewrite (write amplification 1.0).
+  struct RemoveOnExit {
+    std::vector<std::string> files;
+    ~RemoveOnExit() {
+      for (const std::string& f : files) ::unlink(f.c_str());  // no-op once moved into the DB
+    }
+  } cleanup;
+  const size_t cut = ParallelSstCut(layers);
+  const size_t parts = cut < layers.size() ? 2 : 1;
+  for (size_t i = 0; i < parts; ++i) {
+    char name[64];
+    std::snprintf(name, sizeof name, "/%d-%" PRIu64 ".sst", static_cast<int>(::getpid()),
+                  ingest_counter_.fetch_add(1));
+    cleanup.files.push_back(path_ + "/" + kIngestDir + name);
+  }
+  std::vector<rocksdb::ExternalSstFileInfo> infos(parts);
+  if (parts == 1) {
+    AUXSTORE_RETURN_IF_ERROR(WriteSst(cleanup.files[0], ns, prefix, layers, &infos[0]));
+  } else {
+    Status second;
+    std::thread helper(
+        [&] { second = WriteSst(cleanup.files[1], ns, prefix, layers.subspan(cut), &infos[1]); });
+    Status first = WriteSst(cleanup.files[0], ns, prefix, layers.first(cut), &infos[0]);
+    helper.join();
+    AUXSTORE_RETURN_IF_ERROR(first);
+    AUXSTORE_RETURN_IF_ERROR(second);
+  }
 
   // The intent makes a crash between ingest and manifest leave a findable
   // orphan instead of one only a full scan finds.
@@ -199,16 +241,21 @@ Status DbStore::WriteIngested(NamespaceId ns, const Prefix& prefix,
 
   rocksdb::IngestExternalFileArg arg;
   arg.column_family = cf_[kRecords];
-  arg.external_files = {file};
+  arg.external_files = cleanup.files;  // key ranges disjoint: both land in the bottom level
   arg.options.move_files = true;
   arg.options.write_global_seqno = false;
   arg.options.snapshot_consistency = false;  // the store holds no RocksDB snapshots
   // SstFileWriter computed the XXH3 file checksum while writing: trust it
   // instead of reading the file back.
   arg.options.verify_file_checksum = false;
-  if (!info.file_checksum.empty()) {
-    arg.files_checksums = {info.file_checksum};
-    arg.files_checksum_func_names = {info.file_checksum_func_name};
+  for (const rocksdb::ExternalSstFileInfo& info : infos) {
+    if (info.file_checksum.empty()) break;  // all or none (one factory)
+    arg.files_checksums.push_back(info.file_checksum);
+    arg.files_checksum_func_names.push_back(info.file_checksum_func_name);
+  }
+  if (arg.files_checksums.size() != infos.size()) {
+    arg.files_checksums.clear();
+    arg.files_checksum_func_names.clear();
   }
   AUXSTORE_RETURN_IF_ERROR(
       Guard(db_->IngestExternalFiles({arg}), "ingest the records of " + prefix.ToHex()));

@@ -117,6 +117,35 @@ TEST_F(StoreTest, LargeLayerTakesTheIngestPathAndRoundTrips) {
   EXPECT_TRUE(*back == blob);
 }
 
+// Snapshots with two halves of 16 MiB or more are written as two SST files
+// in parallel (store/db_store_write.cc) and ingested together.
+TEST_F(StoreTest, BigSnapshotIsWrittenAsTwoFilesAndRoundTrips) {
+  auto count_tables = [this] {
+    size_t n = 0;
+    for (auto& e : std::filesystem::directory_iterator(dir_.path()))
+      n += e.path().extension() == ".sst";
+    return n;
+  };
+  const size_t tables_before = count_tables();
+  std::vector<std::vector<uint8_t>> blobs;
+  std::vector<LayerBlob> layers;
+  for (uint32_t i = 0; i < 3; ++i) {
+    blobs.push_back(RandomBytes((size_t{10} << 20) * (i + 1) + i, 40 + i));  // 10, 20, 30 MiB
+  }
+  for (uint32_t i = 0; i < 3; ++i) layers.push_back({i, Kind::kOpaque, blobs[i]});
+  const Prefix p = PrefixFromSeed(40);
+  ASSERT_TRUE(store_->PutSnapshot(ns_, p, 1, layers).ok());
+  EXPECT_EQ(count_tables(), tables_before + 2) << "layers 0-1 and layer 2, one file each";
+  Reopen();
+  for (uint32_t i = 0; i < 3; ++i) {
+    auto back = store_->GetLayer(ns_, p, i);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_TRUE(*back == blobs[i]) << "layer " << i;
+  }
+  ASSERT_TRUE(store_->Erase(ns_, p).ok());
+  EXPECT_TRUE(store_->GetLayer(ns_, p, 2).status().IsNotFound());
+}
+
 TEST_F(StoreTest, SnapshotWrittenByAnotherProcessRestoresBitExact) {
   store_.reset();
   auto blob = RandomBytes(3u << 20, 77);
