@@ -117,7 +117,7 @@ TEST_F(StoreTest, LargeLayerTakesTheIngestPathAndRoundTrips) {
   EXPECT_TRUE(*back == blob);
 }
 
-// Snapshots with two halves of 16 MiB or more are written as two SST files
+// Snapshots with two halves of 64 MiB or more are written as two SST files
 // in parallel (store/db_store_write.cc) and ingested together.
 TEST_F(StoreTest, BigSnapshotIsWrittenAsTwoFilesAndRoundTrips) {
   auto count_tables = [this] {
@@ -127,15 +127,18 @@ TEST_F(StoreTest, BigSnapshotIsWrittenAsTwoFilesAndRoundTrips) {
     return n;
   };
   const size_t tables_before = count_tables();
-  std::vector<std::vector<uint8_t>> blobs;
+  // 40 + 30 MiB, then 66 MiB: cut before layer 2.
+  std::vector<std::vector<uint8_t>> blobs = {RandomBytes(40u << 20, 40), RandomBytes(30u << 20, 41),
+                                             RandomBytes((66u << 20) + 3, 42)};
   std::vector<LayerBlob> layers;
-  for (uint32_t i = 0; i < 3; ++i) {
-    blobs.push_back(RandomBytes((size_t{10} << 20) * (i + 1) + i, 40 + i));  // 10, 20, 30 MiB
-  }
   for (uint32_t i = 0; i < 3; ++i) layers.push_back({i, Kind::kOpaque, blobs[i]});
   const Prefix p = PrefixFromSeed(40);
   ASSERT_TRUE(store_->PutSnapshot(ns_, p, 1, layers).ok());
   EXPECT_EQ(count_tables(), tables_before + 2) << "layers 0-1 and layer 2, one file each";
+  // Under 64 MiB a half: one file.
+  const Prefix q = PrefixFromSeed(41);
+  ASSERT_TRUE(store_->PutSnapshot(ns_, q, 1, std::span(layers).first(2)).ok());
+  EXPECT_EQ(count_tables(), tables_before + 3);
   Reopen();
   for (uint32_t i = 0; i < 3; ++i) {
     auto back = store_->GetLayer(ns_, p, i);
@@ -144,6 +147,9 @@ TEST_F(StoreTest, BigSnapshotIsWrittenAsTwoFilesAndRoundTrips) {
   }
   ASSERT_TRUE(store_->Erase(ns_, p).ok());
   EXPECT_TRUE(store_->GetLayer(ns_, p, 2).status().IsNotFound());
+  auto back = store_->GetLayer(ns_, q, 1);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(*back == blobs[1]);
 }
 
 TEST_F(StoreTest, SnapshotWrittenByAnotherProcessRestoresBitExact) {
