@@ -142,19 +142,21 @@ Status DbStore::PinChunk(NamespaceId ns, const Prefix& prefix, uint32_t layer, u
 Status DbStore::VerifyChunk(NamespaceId ns, const Prefix& prefix, const LayerEntry& entry,
                             uint32_t chunk_bytes, uint32_t chunk, const PinnedRecord& record,
                             BlobHasher* blob_hash, ByteSpan* payload) {
-  const std::string key = RecordKey(ns, prefix, entry.layer, chunk);
-  const std::string where = "layer " + std::to_string(entry.layer) + " chunk " +
-                            std::to_string(chunk) + " of " + Where(ns, prefix);
-  auto env = DecodeEnvelope(Bytes(key), Bytes(record.value), blob_hash);
-  if (!env.ok()) return env.error().WithContext(where);
+  auto where = [&] {  // built only on an error
+    return "layer " + std::to_string(entry.layer) + " chunk " + std::to_string(chunk) + " of " +
+           Where(ns, prefix);
+  };
+  auto env = DecodeEnvelope(Bytes(RecordKey(ns, prefix, entry.layer, chunk)), Bytes(record.value),
+                            blob_hash);
+  if (!env.ok()) return env.error().WithContext(where());
   if (env->kind != ChunkRecordKind(entry.kind)) {
-    return Status::Corruption(where + " holds a record of kind " +
+    return Status::Corruption(where() + " holds a record of kind " +
                               std::to_string(static_cast<unsigned>(env->kind)) +
                               ", the manifest says " + std::string(KindName(entry.kind)));
   }
   const uint64_t want = ChunkSize(entry.bytes, chunk_bytes, chunk);
   if (env->payload.size() != want) {
-    return Status::Corruption(where + " holds " + std::to_string(env->payload.size()) +
+    return Status::Corruption(where() + " holds " + std::to_string(env->payload.size()) +
                               " bytes, the manifest implies " + std::to_string(want));
   }
   *payload = env->payload;
@@ -252,23 +254,20 @@ Status DbStore::ReadChunkInto(NamespaceId ns, const Prefix& prefix, const Manife
                                    " bytes, chunk " + std::to_string(chunk) + " is " +
                                    std::to_string(want));
   }
-  const std::string key = RecordKey(ns, prefix, layer, chunk);
+  // As in ReadLayer: a missing or damaged record quarantines the snapshot.
   PinnedRecord record;
-  Status s = PinRecord(key, &record);
-  Status st;
-  if (s.IsNotFound()) {
-    st = Status::Corruption("snapshot is torn: missing layer " + std::to_string(layer) + " chunk " +
-                            std::to_string(chunk) + " of " + Where(ns, prefix));
-  } else if (!s.ok()) {
-    return s.WithContext("read a chunk of " + Where(ns, prefix));
-  } else {
-    auto env = DecodeEnvelopeInto(Bytes(key), Bytes(record.value), dst, blob_hash);
+  Status st = PinChunk(ns, prefix, layer, chunk, &record);
+  if (st.ok()) {
+    auto where = [&] {  // built only on an error: this is the restore's hot path
+      return "layer " + std::to_string(layer) + " chunk " + std::to_string(chunk) + " of " +
+             Where(ns, prefix);
+    };
+    auto env = DecodeEnvelopeInto(Bytes(RecordKey(ns, prefix, layer, chunk)), Bytes(record.value),
+                                  dst, blob_hash);
     if (!env.ok()) {
-      st = env.error().WithContext("layer " + std::to_string(layer) + " chunk " +
-                                   std::to_string(chunk) + " of " + Where(ns, prefix));
+      st = env.error().WithContext(where());
     } else if (env->kind != ChunkRecordKind(entry->kind)) {
-      st = Status::Corruption("layer " + std::to_string(layer) + " chunk " + std::to_string(chunk) +
-                              " of " + Where(ns, prefix) + " has the wrong record kind");
+      st = Status::Corruption(where() + " has the wrong record kind");
     }
   }
   if (st.IsCorruption()) {
