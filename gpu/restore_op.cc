@@ -21,6 +21,7 @@
 // A failure at any step moves no counter; the completion of a failed restore
 // waits for every lane to stop and for the stream to pass whatever was
 // already uploaded.
+#include <atomic>
 #include <boost/asio/post.hpp>
 #include <optional>
 #include <string>
@@ -202,10 +203,8 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
     Status st;
     bool quarantine = false;
     const bool stopped = failed();  // another lane failed: stop quietly
-    if (stopped) {
-    } else if (kept) {
-      l.hasher.Update(staged);
-    } else {
+    if (!stopped && kept) l.hasher.Update(staged);
+    if (!stopped && !kept) {
       // A Corruption here has already quarantined the snapshot (store.h).
       st = core_.store.ReadChunkInto(ns_, prefix_, manifest_, l.index, c, b.span().first(size),
                                      &l.hasher);
@@ -232,10 +231,7 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
       const uint64_t s = std::max(lo, seg.blob_offset);
       const uint64_t e = std::min(hi, seg.blob_offset + seg.bytes);
       if (s >= e) continue;
-      {
-        std::lock_guard lock(mu_);
-        uploaded_any_ = true;
-      }
+      uploaded_any_ = true;
       AUXSTORE_RETURN_IF_ERROR(core_.gpu.CopyH2DAsync(b.subspan(s - lo, e - s), seg.device,
                                                       seg.device_offset + (s - seg.blob_offset),
                                                       stream_));
@@ -348,9 +344,9 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
   // Shared by the lanes.
   std::mutex mu_;
   bool failed_ = false;
-  Status error_;  // the first failure
-  bool uploaded_any_ = false;
-  size_t next_layer_ = 0;  // next layer a lane takes
+  Status error_;                           // the first failure
+  std::atomic<bool> uploaded_any_{false};  // set by lanes, read by Complete
+  size_t next_layer_ = 0;                  // next layer a lane takes
   size_t lanes_running_ = 0;
 };
 
