@@ -21,6 +21,7 @@
 #include "auxstore/store.h"
 #include "store/rocks_options.h"
 #include "store/snapshot_index.h"
+#include "store/store_dir.h"
 
 namespace auxstore::store_internal {
 
@@ -72,9 +73,17 @@ class DbStore final : public Store {
 
   // ---- open (db_store_open.cc)
   Status OpenDb();
-  Status CheckNotLockedElsewhere();
+  Status OpenRocks(bool read_only, bool create);
+  Status CreateDb(bool created_dir);
+  Status OpenExistingDb(const DirCheck& dir);
+  // Opens read-only, runs CheckRecovered, closes: an existing store's checks
+  // on a handle that writes nothing.
+  Status ProbeReadOnly();
+  Status OpenForReading();
+  // `watermark`: ReadWatermark as it was before RocksDB recovered.
+  Status CheckRecovered(bool fresh, Result<uint64_t> watermark);
   Status CheckFormatVersion(bool fresh);
-  Status CheckWatermark(bool fresh);
+  Status CheckWatermark(bool fresh, Result<uint64_t> watermark);
   Status LoadMetaCounters();
   void CloseDb();
 
@@ -89,9 +98,13 @@ class DbStore final : public Store {
                        const Manifest& manifest);
   Status WriteBatched(NamespaceId ns, const Prefix& prefix, std::span<const LayerBlob> layers,
                       const Manifest& manifest);
-  // Adds the manifest and the next commit sequence to `batch` and writes it.
+  // Adds the manifest to `batch` and commits it.
   Status CommitManifest(rocksdb::WriteBatch* batch, NamespaceId ns, const Prefix& prefix,
                         const Manifest& manifest);
+  // Adds the next commit sequence to `batch` and writes it (synced: then
+  // the watermark advances). CommitLocked: the caller holds commit_mu_.
+  Status Commit(rocksdb::WriteBatch* batch, bool sync, const std::string& what);
+  Status CommitLocked(rocksdb::WriteBatch* batch, bool sync, const std::string& what);
   Status AdvanceWatermark(uint64_t seq);
   // Removes a snapshot (manifest durably first, then records). `kind` counts it.
   enum class EraseReason { kUser, kEviction, kExpiry };
@@ -146,8 +159,10 @@ class DbStore final : public Store {
 
   const Options options_;
   const std::string path_;
+  WriterLock lock_;  // a writer's, held until after db_ is closed
   RocksSetup setup_;
   std::unique_ptr<rocksdb::DB> db_;
+  bool db_read_only_ = false;  // db_ came from OpenForReadOnly
   std::vector<rocksdb::ColumnFamilyHandle*> cf_;
 
   std::mutex commit_mu_;  // commit sequence, watermark, meta counters

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "format/byte_order.h"
 #include "format/envelope.h"
@@ -13,6 +14,7 @@
 #include "store/deferred_delete_fs.h"
 #include "store/meta_keys.h"
 #include "store/open_on_file_system.h"
+#include "store/store_dir.h"
 #include "store/watermark.h"
 
 namespace auxstore {
@@ -41,7 +43,9 @@ int64_t NowUnixMs() {
 }
 
 DbStore::DbStore(const Options& options, std::string path, std::shared_ptr<rocksdb::FileSystem> fs)
-    : options_(options), path_(std::move(path)), setup_(MakeRocksSetup(std::move(fs))) {}
+    : options_(options),
+      path_(std::move(path)),
+      setup_(MakeRocksSetup(std::move(fs), options.log_sink, options.log_level)) {}
 
 Result<std::unique_ptr<Store>> DbStore::Open(const Options& options, const std::string& path,
                                              std::shared_ptr<rocksdb::FileSystem> fs) {
@@ -93,97 +97,154 @@ void DbStore::CloseDb() {
   db_.reset();
 }
 
+// Every refusal for what the directory holds happens before anything in it
+// changes: InspectStoreDir only looks, the writer's lock is taken only in a
+// new, empty or store directory, and an existing store is first opened
+// read-only, which writes nothing, for every check that can refuse it.
 Status DbStore::OpenDb() {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const bool fresh = !fs::exists(path_ + "/CURRENT", ec);
-  if (fresh) {
-    if (options_.read_only || !options_.create_if_missing) {
-      return Status::NotFound("no auxstore store at " + path_);
-    }
-    const fs::path parent = fs::path(path_).parent_path();
-    if (!parent.empty()) fs::create_directories(parent, ec);
-    if (::mkdir(path_.c_str(), 0700) != 0 && errno != EEXIST) {
-      return Status::IOError("create store directory " + path_ + ": " + std::strerror(errno));
-    }
+  AUXSTORE_ASSIGN_OR_RETURN(DirCheck dir, InspectStoreDir(path_));
+  if (options_.read_only) {
+    if (dir.state != DirState::kStore) return RefusalFor(path_, dir);
+    return OpenForReading();
   }
-  // Owner-only whatever the umask: aux state can leak users' prompts.
-  if (!options_.read_only && ::chmod(path_.c_str(), 0700) != 0) {
-    return Status::IOError("chmod 0700 " + path_ + ": " + std::strerror(errno));
-  }
-
-  if (!fresh) {
-    std::vector<std::string> families;
-    rocksdb::Status ls = rocksdb::DB::ListColumnFamilies(setup_.db, path_, &families);
-    if (!ls.ok()) return FromRocks(ls, "open store " + path_);
-    if (std::find(families.begin(), families.end(), kMetaCf) == families.end()) {
-      return Status::InvalidArgument(path_ + " is a RocksDB database but not an auxstore store");
+  bool created_dir = false;
+  if (dir.state == DirState::kAbsent || dir.state == DirState::kEmpty) {
+    if (!options_.create_if_missing) return RefusalFor(path_, dir);
+    if (dir.state == DirState::kAbsent) {
+      AUXSTORE_ASSIGN_OR_RETURN(created_dir, CreateStoreDir(path_));
     }
+  } else if (dir.state != DirState::kStore) {
+    return RefusalFor(path_, dir);
   }
+  AUXSTORE_ASSIGN_OR_RETURN(lock_, WriterLock::Acquire(path_));
+  // Under the lock, what a concurrent creator or writer left is settled.
+  AUXSTORE_ASSIGN_OR_RETURN(dir, InspectStoreDir(path_));
+  if (dir.state == DirState::kEmpty) return CreateDb(created_dir);
+  if (dir.state != DirState::kStore) return RefusalFor(path_, dir);
+  return OpenExistingDb(dir);
+}
 
-  if (!fresh && !options_.read_only) AUXSTORE_RETURN_IF_ERROR(CheckNotLockedElsewhere());
-
+Status DbStore::OpenRocks(bool read_only, bool create) {
+  cf_.clear();
   rocksdb::DB* raw = nullptr;
   rocksdb::Status rs;
-  if (options_.read_only) {
+  if (read_only) {
     rs = rocksdb::DB::OpenForReadOnly(setup_.db, path_, setup_.cfs, &cf_, &raw);
   } else {
-    rs = rocksdb::DB::Open(setup_.db, path_, setup_.cfs, &cf_, &raw);
-    if (!rs.ok()) {
-      // Table files RocksDB dropped after a failed write may be named by its
-      // MANIFEST after all (deferred_delete_fs.h): put them back and retry.
-      auto restored = RestoreTrash(path_);
-      if (restored.ok() && *restored > 0) {
-        cf_.clear();
-        rs = rocksdb::DB::Open(setup_.db, path_, setup_.cfs, &cf_, &raw);
-      }
-    }
-    if (rs.ok()) PurgeTrash(path_);  // RocksDB removed what it does not name
+    rocksdb::DBOptions db = setup_.db;
+    db.create_if_missing = create;
+    rs = rocksdb::DB::Open(db, path_, setup_.cfs, &cf_, &raw);
   }
   if (!rs.ok()) {
-    if (rs.IsIOError() && rs.ToString().find("lock") != std::string::npos) {
-      return Status::Busy("store " + path_ + " is open for writing by another process (" +
-                          rs.ToString() + ")");
+    cf_.clear();
+    if (rs.IsInvalidArgument() && rs.ToString().find("auxstore.") != std::string::npos) {
+      return Status::InvalidArgument(path_ + " is a RocksDB database but not an auxstore store (" +
+                                     rs.ToString() + ")");
+    }
+    if (rs.IsCorruption() || rs.IsPathNotFound()) {
+      return Status::Corruption("store " + path_ +
+                                " is damaged: RocksDB cannot recover it from its MANIFEST and "
+                                "WAL files (" +
+                                rs.ToString() + ")");
     }
     return FromRocks(rs, "open store " + path_);
   }
   db_.reset(raw);
-
-  AUXSTORE_RETURN_IF_ERROR(CheckFormatVersion(fresh));
-  AUXSTORE_RETURN_IF_ERROR(LoadMetaCounters());
-  AUXSTORE_RETURN_IF_ERROR(CheckWatermark(fresh));
-  if (!options_.read_only) {
-    // Ingest files of a put that crashed half-way are never referenced.
-    fs::remove_all(path_ + "/" + kIngestDir, ec);
-    fs::create_directory(path_ + "/" + kIngestDir, ec);
-    if (ec) return Status::IOError("create " + path_ + "/" + kIngestDir + ": " + ec.message());
-    ::chmod((path_ + "/" + kIngestDir).c_str(), 0700);
-  }
+  db_read_only_ = read_only;
   return Status::Ok();
 }
 
-// Refuses before RocksDB touches the directory (it would create or rotate
-// its LOG even when the lock then fails): another process holds the LOCK.
-Status DbStore::CheckNotLockedElsewhere() {
-  const std::string lock_file = path_ + "/LOCK";
-  int fd = ::open(lock_file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::Ok();  // none yet: nobody holds it
-  struct flock probe = {};
-  probe.l_type = F_WRLCK;
-  probe.l_whence = SEEK_SET;
-  const int rc = ::fcntl(fd, F_GETLK, &probe);
-  ::close(fd);
-  if (rc == 0 && probe.l_type != F_UNLCK) {
-    return Status::Busy("store " + path_ + " is open for writing by another process (pid " +
-                        std::to_string(probe.l_pid) + ")");
+// The checks every open runs once RocksDB recovered the store.
+Status DbStore::CheckRecovered(bool fresh, Result<uint64_t> watermark) {
+  AUXSTORE_RETURN_IF_ERROR(CheckFormatVersion(fresh));
+  AUXSTORE_RETURN_IF_ERROR(LoadMetaCounters());
+  return CheckWatermark(fresh, std::move(watermark));
+}
+
+Status DbStore::CreateDb(bool created_dir) {
+  const DirListing before = ListDir(path_);
+  Status s = OpenRocks(/*read_only=*/false, /*create=*/true);
+  if (s.ok()) s = CheckRecovered(/*fresh=*/true, ReadWatermark(path_));
+  if (s.ok()) s = MakePrivateDir(path_ + "/" + kIngestDir);
+  if (s.ok()) return Status::Ok();
+  // Nothing was committed: leave the directory as it was found.
+  CloseDb();
+  (void)UndoFailedOpen(path_, before, ReadCurrent(path_));
+  if (created_dir) {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
   }
-  return Status::Ok();
+  return s;
+}
+
+Status DbStore::ProbeReadOnly() {
+  Result<uint64_t> wm = ReadWatermark(path_);
+  Status s = OpenRocks(/*read_only=*/true, /*create=*/false);
+  if (s.ok()) s = CheckRecovered(/*fresh=*/false, std::move(wm));
+  CloseDb();
+  return s;
+}
+
+Status DbStore::OpenExistingDb(const DirCheck& dir) {
+  Status probe = ProbeReadOnly();
+  if (!probe.ok()) {
+    // Table files RocksDB dropped after a failed write may be named by its
+    // MANIFEST after all (deferred_delete_fs.h): put them back and retry.
+    auto restored = RestoreTrash(path_);
+    if (restored.ok() && *restored > 0) probe = ProbeReadOnly();
+  }
+  AUXSTORE_RETURN_IF_ERROR(probe);
+  AUXSTORE_RETURN_IF_ERROR(CheckSpaceToOpen(path_, dir.manifest));
+  const DirListing before = ListDir(path_);
+  const std::string current = ReadCurrent(path_);
+  Status s = OpenRocks(/*read_only=*/false, /*create=*/false);
+  if (!s.ok()) {
+    const bool undone = UndoFailedOpen(path_, before, current);
+    Status space = CheckSpaceToOpen(path_, dir.manifest);
+    if (!space.ok()) s = space.WithContext(s.message());
+    return undone ? s.WithContext("nothing was changed") : s;
+  }
+  PurgeTrash(path_);  // RocksDB removed what its MANIFEST does not name
+  if (::chmod(path_.c_str(), 0700) != 0) {
+    return Status::IOError("chmod 0700 " + path_ + ": " + std::strerror(errno));
+  }
+  AUXSTORE_RETURN_IF_ERROR(CheckRecovered(/*fresh=*/false, ReadWatermark(path_)));
+  // Ingest files of a put that crashed half-way are never referenced.
+  std::error_code ec;
+  std::filesystem::remove_all(path_ + "/" + kIngestDir, ec);
+  return MakePrivateDir(path_ + "/" + kIngestDir);
+}
+
+// A reader beside a live writer: RocksDB's read-only open reads CURRENT, the
+// MANIFEST and the WALs at slightly different moments, and the writer may
+// flush, switch WALs or delete one in between. Such an open can fail (a WAL
+// that vanished) or recover fewer commits than the watermark read just
+// before (a flush the MANIFEST read missed, its WAL already gone). Neither
+// is damage when the writer changed the store meanwhile: then the open is
+// retried. A failure with nothing changed around it is the store's own.
+Status DbStore::OpenForReading() {
+  constexpr int kAttempts = 12;
+  Status last;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    const std::string before = ChangeFingerprint(path_);
+    Result<uint64_t> wm = ReadWatermark(path_);
+    last = OpenRocks(/*read_only=*/true, /*create=*/false);
+    if (last.ok()) last = CheckRecovered(/*fresh=*/false, std::move(wm));
+    if (last.ok()) return last;
+    CloseDb();
+    if (ChangeFingerprint(path_) == before) return last;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2 << std::min(attempt, 6)));
+  }
+  return Status::Busy("store " + path_ + " kept changing under a read-only open (" +
+                      std::to_string(kAttempts) +
+                      " attempts raced a live writer; the last one: " + last.message() +
+                      "); try again");
 }
 
 Status DbStore::CheckFormatVersion(bool fresh) {
   std::string value;
   rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), cf_[kMeta], kFormatVersionKey, &value);
-  if (s.IsNotFound() && fresh && !options_.read_only) {
+  if (s.IsNotFound() && fresh && !db_read_only_) {
     rocksdb::WriteOptions wo;
     wo.sync = true;
     return Guard(db_->Put(wo, cf_[kMeta], kFormatVersionKey,
@@ -221,8 +282,7 @@ Status DbStore::LoadMetaCounters() {
   return Status::Ok();
 }
 
-Status DbStore::CheckWatermark(bool fresh) {
-  Result<uint64_t> wm = ReadWatermark(path_);
+Status DbStore::CheckWatermark(bool fresh, Result<uint64_t> wm) {
   if (!wm.ok() && !wm.error().IsNotFound()) {
     if (!options_.accept_data_loss) return wm.error();
     wm = uint64_t{0};
@@ -249,7 +309,7 @@ Status DbStore::CheckWatermark(bool fresh) {
           "accept_data_loss to continue with what is left");
     }
   }
-  if (options_.read_only) return Status::Ok();
+  if (db_read_only_) return Status::Ok();
   // Everything recovered is now durable in RocksDB's files: vouch for it.
   AUXSTORE_RETURN_IF_ERROR(Guard(db_->SyncWAL(), "sync the WAL at open"));
   if (lost_commits_at_open_ > 0) {

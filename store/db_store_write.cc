@@ -274,17 +274,29 @@ Status DbStore::CommitManifest(rocksdb::WriteBatch* batch, NamespaceId ns, const
   const std::string skey = SnapshotKey(ns, prefix);
   const std::string value =
       EncodeEnvelope(Bytes(skey), RecordKind::kManifest, Bytes(EncodeManifest(manifest)));
-  std::lock_guard lock(commit_mu_);
-  const uint64_t seq = commit_seq_ + 1;
   AUXSTORE_RETURN_IF_ERROR(FromRocks(batch->Put(cf_[kManifests], skey, value), "batch"));
+  return Commit(batch, options_.durability == Durability::kSync,
+                "commit the manifest of " + prefix.ToHex());
+}
+
+// Every change to which snapshots are visible (a put, an erase, an eviction,
+// a quarantine) is a commit: it takes the next commit sequence in the same
+// batch, so a WAL or MANIFEST that loses it is caught at open by the
+// watermark, whichever kind of change was lost.
+Status DbStore::Commit(rocksdb::WriteBatch* batch, bool sync, const std::string& what) {
+  std::lock_guard lock(commit_mu_);
+  return CommitLocked(batch, sync, what);
+}
+
+Status DbStore::CommitLocked(rocksdb::WriteBatch* batch, bool sync, const std::string& what) {
+  const uint64_t seq = commit_seq_ + 1;
   AUXSTORE_RETURN_IF_ERROR(
       FromRocks(batch->Put(cf_[kMeta], kCommitSeqKey, EncodeMetaU64(kCommitSeqKey, seq)), "batch"));
   rocksdb::WriteOptions wo;
-  wo.sync = options_.durability == Durability::kSync;
-  AUXSTORE_RETURN_IF_ERROR(
-      Guard(db_->Write(wo, batch), "commit the manifest of " + prefix.ToHex()));
+  wo.sync = sync;
+  AUXSTORE_RETURN_IF_ERROR(Guard(db_->Write(wo, batch), what));
   commit_seq_ = seq;
-  if (wo.sync) return AdvanceWatermark(seq);
+  if (sync) return AdvanceWatermark(seq);
   return Status::Ok();
 }
 
@@ -324,10 +336,8 @@ Status DbStore::EraseSnapshot(const std::string& skey, EraseReason reason) {
   rocksdb::WriteBatch batch;
   (void)batch.Delete(cf_[kManifests], skey);
   (void)batch.Delete(cf_[kRecency], skey);
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
   AUXSTORE_RETURN_IF_ERROR(
-      Guard(db_->Write(wo, &batch), "erase the manifest of " + prefix.ToHex()));
+      Commit(&batch, /*sync=*/true, "erase the manifest of " + prefix.ToHex()));
   index_.Removed(skey);
   if (reason == EraseReason::kEviction) ++evictions_;
   if (reason == EraseReason::kExpiry) ++expirations_;
@@ -368,16 +378,17 @@ Status DbStore::QuarantineIf(NamespaceId ns, const Prefix& prefix, const Manifes
     return Status::NotFound("snapshot of prefix " + prefix.ToHex() +
                             " was erased or replaced while it was being read");
   }
-  std::lock_guard lock(commit_mu_);
   rocksdb::WriteBatch batch;
   (void)batch.Delete(cf_[kManifests], skey);
   (void)batch.Delete(cf_[kRecency], skey);
-  (void)batch.Put(cf_[kMeta], kQuarantinesKey, EncodeMetaU64(kQuarantinesKey, quarantines_ + 1));
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  AUXSTORE_RETURN_IF_ERROR(
-      Guard(db_->Write(wo, &batch), "quarantine " + prefix.ToHex() + " (" + why.message() + ")"));
-  ++quarantines_;
+  {
+    std::lock_guard lock(commit_mu_);
+    (void)batch.Put(cf_[kMeta], kQuarantinesKey,
+                    EncodeMetaU64(kQuarantinesKey, quarantines_ + 1));
+    AUXSTORE_RETURN_IF_ERROR(CommitLocked(
+        &batch, /*sync=*/true, "quarantine " + prefix.ToHex() + " (" + why.message() + ")"));
+    ++quarantines_;
+  }
   index_.Removed(skey);
   return why;
 }

@@ -3,6 +3,8 @@
 #include <atomic>
 #include <filesystem>
 
+#include "store/store_dir.h"
+
 namespace auxstore::store_internal {
 namespace {
 
@@ -93,7 +95,8 @@ class DeferredDeleteFileSystem : public rocksdb::FileSystemWrapper {
     const fs::path path(f);
     const fs::path trash = path.parent_path() / kTrashDir;
     std::error_code ec;
-    fs::create_directories(trash, ec);
+    Status made = MakePrivateDir(trash.string());
+    if (!made.ok()) return IOStatus::IOError(made.message());
     fs::rename(path, trash / path.filename(), ec);
     return ec ? IOStatus::IOError("move " + f + " to " + trash.string() + ": " + ec.message())
               : IOStatus::OK();

@@ -1,6 +1,11 @@
 #include "store/owner_only_fs.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 namespace auxstore::store_internal {
 namespace {
@@ -11,10 +16,18 @@ using rocksdb::FSWritableFile;
 using rocksdb::IODebugContext;
 using rocksdb::IOStatus;
 
+// Through a descriptor opened without following symlinks: a link planted
+// where RocksDB creates a file (its LOCK, say) never gets its target changed.
 IOStatus RestrictMode(const std::string& fname, IOStatus created) {
-  if (created.ok() && ::chmod(fname.c_str(), 0600) != 0) {
-    return IOStatus::IOError("chmod 0600 " + fname);
+  if (!created.ok()) return created;
+  int fd = ::open(fname.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    return IOStatus::IOError("make " + fname + " owner-only: " + std::strerror(errno) +
+                             (errno == ELOOP ? " (it is a symbolic link)" : ""));
   }
+  const int rc = ::fchmod(fd, 0600);
+  ::close(fd);
+  if (rc != 0) return IOStatus::IOError("chmod 0600 " + fname + ": " + std::strerror(errno));
   return created;
 }
 
@@ -43,6 +56,10 @@ class OwnerOnlyFileSystem : public rocksdb::FileSystemWrapper {
   }
   IOStatus LockFile(const std::string& f, const rocksdb::IOOptions& o, rocksdb::FileLock** l,
                     IODebugContext* d) override {
+    struct stat st;
+    if (::lstat(f.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+      return IOStatus::IOError("refusing to lock " + f + ": it is a symbolic link");
+    }
     return RestrictMode(f, target()->LockFile(f, o, l, d));
   }
   IOStatus NewLogger(const std::string& f, const rocksdb::IOOptions& o,
@@ -52,7 +69,9 @@ class OwnerOnlyFileSystem : public rocksdb::FileSystemWrapper {
   IOStatus CreateDir(const std::string& d, const rocksdb::IOOptions& o,
                      IODebugContext* dbg) override {
     IOStatus s = target()->CreateDir(d, o, dbg);
-    if (s.ok()) ::chmod(d.c_str(), 0700);
+    if (s.ok() && ::chmod(d.c_str(), 0700) != 0) {
+      return IOStatus::IOError("chmod 0700 " + d + ": " + std::strerror(errno));
+    }
     return s;
   }
 };

@@ -9,6 +9,7 @@
 #include "store/buffer_pool_allocator.h"
 #include "store/deferred_delete_fs.h"
 #include "store/owner_only_fs.h"
+#include "store/rocks_logger.h"
 #include "store/xxh3_file_checksum.h"
 
 namespace auxstore::store_internal {
@@ -43,7 +44,8 @@ rocksdb::ColumnFamilyOptions BaseCfOptions(std::shared_ptr<rocksdb::Cache> cache
 
 }  // namespace
 
-RocksSetup MakeRocksSetup(std::shared_ptr<rocksdb::FileSystem> base_fs) {
+RocksSetup MakeRocksSetup(std::shared_ptr<rocksdb::FileSystem> base_fs, LogSink log_sink,
+                          LogLevel log_level) {
   RocksSetup s;
   if (!base_fs) base_fs = rocksdb::FileSystem::Default();
   s.env = rocksdb::NewCompositeEnv(
@@ -51,7 +53,8 @@ RocksSetup MakeRocksSetup(std::shared_ptr<rocksdb::FileSystem> base_fs) {
 
   rocksdb::DBOptions& db = s.db;
   db.env = s.env.get();
-  db.create_if_missing = true;
+  // Each open decides: only a new store's open may create (store_dir.h).
+  db.create_if_missing = false;
   db.create_missing_column_families = true;
   // The default kPointInTimeRecovery silently drops acknowledged writes after
   // one flipped WAL bit; this mode refuses to open instead and still opens
@@ -64,8 +67,14 @@ RocksSetup MakeRocksSetup(std::shared_ptr<rocksdb::FileSystem> base_fs) {
   // every file (reliability-notes #4).
   db.file_checksum_gen_factory = NewXxh3FileChecksumGenFactory();
   db.max_background_jobs = 2;
-  db.keep_log_file_num = 4;
-  db.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  // No LOG file: its writer asserts after a failed write (a full disk
+  // aborted the process on close), and the engine gets the records instead.
+  db.info_log = NewSinkLogger(std::move(log_sink), log_level);
+  db.info_log_level = db.info_log->GetInfoLogLevel();
+  // No preallocation: a reopen after the disk filled must not need 4 MiB for
+  // an empty MANIFEST (and a WAL the size of a memtable) before it can say
+  // how much it needs (store_dir.h, CheckSpaceToOpen).
+  db.allow_fallocate = false;
   // Obsolete WAL files are deleted right away: snapshot data is ingested,
   // the WAL only ever holds small snapshots and manifests.
   db.max_total_wal_size = 64u << 20;

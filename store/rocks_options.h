@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "auxstore/log.h"
+
 namespace auxstore::store_internal {
 
 // Column families, in the order the store opens them.
@@ -29,8 +31,10 @@ struct RocksSetup {
 };
 
 // `base` is the file system under the owner-only wrapper (default: the
-// real one); tests pass a fault-injecting one.
-RocksSetup MakeRocksSetup(std::shared_ptr<rocksdb::FileSystem> base = nullptr);
+// real one); tests pass a fault-injecting one. RocksDB's info log goes to
+// `log_sink` (records at `log_level` and above), never to a file.
+RocksSetup MakeRocksSetup(std::shared_ptr<rocksdb::FileSystem> base = nullptr,
+                          LogSink log_sink = {}, LogLevel log_level = LogLevel::kWarn);
 
 // Options for an SstFileWriter producing a records-family file for ingestion.
 rocksdb::Options RecordsSstWriterOptions(const RocksSetup& setup);

@@ -25,8 +25,11 @@ Status Errno(const std::string& what) {
   return Status::IOError(what + ": " + std::strerror(errno));
 }
 
+// A fresh file: whatever is at `path` (a leftover, or a planted symlink) is
+// unlinked, never followed.
 Status WriteAllAndSync(const std::string& path, const std::string& data) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return Errno("remove " + path);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return Errno("create " + path);
   size_t done = 0;
   while (done < data.size()) {
@@ -60,14 +63,17 @@ Status SyncDir(const std::string& dir) {
 
 Result<uint64_t> ReadWatermark(const std::string& dir) {
   const std::string path = dir + "/" + kWatermarkFileName;
-  FILE* f = std::fopen(path.c_str(), "re");
-  if (!f) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
     if (errno == ENOENT) return Status::NotFound("no durable watermark at " + path);
+    if (errno == ELOOP) return Status::Corruption("durable watermark " + path + " is a symlink");
     return Errno("open " + path);
   }
   char buf[128] = {};
-  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
+  const ssize_t got = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (got < 0) return Errno("read " + path);
+  const size_t n = static_cast<size_t>(got);
   uint64_t seq = 0;
   if (std::sscanf(buf, "auxstore-watermark v1 %" SCNu64, &seq) != 1 ||
       std::string(buf, n) != Line(seq)) {

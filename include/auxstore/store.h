@@ -26,6 +26,7 @@
 #include "auxstore/blob_codecs.h"
 #include "auxstore/blob_hash.h"
 #include "auxstore/geometry.h"
+#include "auxstore/log.h"
 #include "auxstore/manifest_types.h"
 #include "auxstore/prefix.h"
 #include "auxstore/status.h"
@@ -56,6 +57,11 @@ struct Options {
   // Background work (eviction, TTL, orphan sweep, recency persistence). The
   // snapshot index always loads in the background after open.
   bool background_maintenance = true;
+  // Where the store's warnings and RocksDB's info log go (log.h): records at
+  // `log_level` and above. Empty: stderr, each distinct message once. The
+  // store writes no log file.
+  LogSink log_sink;
+  LogLevel log_level = LogLevel::kWarn;
 };
 
 // One layer of a snapshot to write.

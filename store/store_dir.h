@@ -1,0 +1,92 @@
+// The store's directory before RocksDB sees it: what is in it, who holds it
+// for writing, whether there is room to open it, and undoing an open that
+// failed. Everything here that looks runs before anything in the directory
+// changes, so an open refused for what it found leaves the directory as it
+// was (docs/durability.md, "Opening").
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "auxstore/status.h"
+
+namespace auxstore::store_internal {
+
+inline constexpr const char* kWriterLockFileName = "AUXSTORE-LOCK";
+
+enum class DirState {
+  kAbsent,    // nothing at the path
+  kEmpty,     // an empty directory, or one a creation left before it committed anything
+  kStore,     // RocksDB's CURRENT is there and names a MANIFEST that is there
+  kForeign,   // a non-empty directory with no store file in it
+  kDamaged,   // a store whose RocksDB CURRENT or MANIFEST is missing or damaged
+};
+
+struct DirCheck {
+  DirState state = DirState::kAbsent;
+  std::string problem;  // kForeign / kDamaged: what was found, for the message
+  std::string manifest;  // kStore: the MANIFEST CURRENT names
+};
+
+// Looks at `path` and changes nothing. InvalidArgument when the path is not
+// a directory, or holds a symbolic link (a store never does; following one
+// would let whoever planted it redirect the store's writes).
+Result<DirCheck> InspectStoreDir(const std::string& path);
+
+// The Status an open returns for a directory in `check.state` it cannot use.
+Status RefusalFor(const std::string& path, const DirCheck& check);
+
+// Creates the store directory, mode 0700 whatever the umask. Its parent must
+// exist (NotFound otherwise: nothing outside the store is ever created).
+// Returns false when another process created it first.
+Result<bool> CreateStoreDir(const std::string& path);
+
+// The writer's lock: flock(2) on AUXSTORE-LOCK, held for the life of the
+// object. It excludes every other writer in any process, this one included:
+// an flock belongs to its open file description, so opening or closing other
+// descriptors of the file (in this process or another) cannot release it —
+// unlike RocksDB's POSIX fcntl LOCK, which any close(2) of the file in the
+// same process drops (issue 12 finding 1).
+class WriterLock {
+ public:
+  // Busy when another handle holds it.
+  static Result<WriterLock> Acquire(const std::string& dir);
+  WriterLock() = default;
+  WriterLock(WriterLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  WriterLock& operator=(WriterLock&& o) noexcept;
+  ~WriterLock();
+  bool held() const { return fd_ >= 0; }
+
+ private:
+  explicit WriterLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+// IOError naming how many bytes must be free when the file system holding
+// `dir` has less than an open of this store can write: a new MANIFEST, the
+// flush of what the WALs recovered, an OPTIONS file and the watermark.
+Status CheckSpaceToOpen(const std::string& dir, const std::string& manifest);
+
+// Names and sizes of the directory's entries (one level).
+using DirListing = std::map<std::string, uint64_t>;
+DirListing ListDir(const std::string& dir);
+
+// After a failed RocksDB open: removes the files that are not in `before`,
+// but only when CURRENT still holds what it held (so nothing the attempt
+// created can be referenced). Returns whether it cleaned up.
+bool UndoFailedOpen(const std::string& dir, const DirListing& before,
+                    const std::string& current_before);
+
+// CURRENT's content ("" when missing).
+std::string ReadCurrent(const std::string& dir);
+
+// What changes when a writer commits anything: CURRENT, the MANIFEST's size,
+// every WAL's name and size, the watermark. Two equal fingerprints taken
+// around a read-only open mean no writer changed the store meanwhile.
+std::string ChangeFingerprint(const std::string& dir);
+
+// mkdir `path` (0700 whatever the umask) unless it exists as a directory.
+Status MakePrivateDir(const std::string& path);
+
+}  // namespace auxstore::store_internal
