@@ -1,6 +1,7 @@
 #include "format/manifest.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "format/byte_order.h"
 
@@ -123,6 +124,16 @@ Result<Manifest> DecodeManifest(ByteSpan payload) {
     }
   }
   return m;
+}
+
+Status CheckLayerDigest(const LayerEntry& entry, uint64_t digest) {
+  if (digest == entry.xxh3) return Status::Ok();
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                "layer %u: whole-blob XXH3 %016llx does not match the manifest's %016llx",
+                static_cast<unsigned>(entry.layer), static_cast<unsigned long long>(digest),
+                static_cast<unsigned long long>(entry.xxh3));
+  return Status::Corruption(buf);
 }
 
 }  // namespace auxstore

@@ -30,6 +30,8 @@ inline constexpr uint32_t kStoreFormatVersion = 1;
 // rocksdb::Status -> Status, with `what` naming the operation.
 Status FromRocks(const rocksdb::Status& s, const std::string& what);
 int64_t NowUnixMs();
+// A manifest record's value: envelope (under its key) and manifest decoded.
+Result<Manifest> DecodeManifestRecord(const std::string& key, ByteSpan value);
 
 class DbStore final : public Store {
  public:
@@ -67,6 +69,10 @@ class DbStore final : public Store {
   StoreStats Stats() override;
   Status Flush() override;
   Status RunMaintenance() override;
+  Result<VerifyReport> Verify(const VerifyOptions& options) override;
+  Result<RepairReport> Repair(const VerifyReport& report) override;
+  Result<CompactReport> Compact(const CompactOptions& options) override;
+  uint64_t DiskBytes() override;
 
  private:
   DbStore(const Options& options, std::string path, std::shared_ptr<rocksdb::FileSystem> fs);
@@ -108,8 +114,12 @@ class DbStore final : public Store {
   Status AdvanceWatermark(uint64_t seq);
   // Removes a snapshot (manifest durably first, then records). `kind` counts it.
   enum class EraseReason { kUser, kEviction, kExpiry };
-  Status EraseSnapshot(const std::string& snapshot_key, EraseReason reason);
+  // NotFound (and *absent set, when given) when there is no such snapshot.
+  Status EraseSnapshot(const std::string& snapshot_key, EraseReason reason,
+                       bool* absent = nullptr);
   Status DeleteRecords(NamespaceId ns, const Prefix& prefix);
+  // Whether any record is stored under (ns, prefix).
+  Result<bool> HasRecords(NamespaceId ns, const Prefix& prefix);
 
   // ---- reads (db_store_read.cc)
   Result<Manifest> LoadManifest(NamespaceId ns, const Prefix& prefix);
@@ -129,11 +139,14 @@ class DbStore final : public Store {
   // PinRecord of a layer chunk; a missing one is Corruption (a torn snapshot).
   Status PinChunk(NamespaceId ns, const Prefix& prefix, uint32_t layer, uint32_t chunk,
                   PinnedRecord* record);
-  // Checks a pinned chunk's envelope, kind and size against the manifest and
-  // feeds its payload to `blob_hash` (may be null) in the same pass.
+  // The one definition of a good chunk (reads, restores, Verify): its
+  // envelope decodes under its own key, it holds the record kind of the
+  // layer's kind and exactly the bytes the manifest implies. Feeds its
+  // payload to `blob_hash` (may be null) in the same pass and, when
+  // `copy_to` is given, copies it there (exactly the chunk's size).
   Status VerifyChunk(NamespaceId ns, const Prefix& prefix, const LayerEntry& entry,
-                     uint32_t chunk_bytes, uint32_t chunk, const PinnedRecord& record,
-                     BlobHasher* blob_hash, ByteSpan* payload);
+                     uint32_t chunk_bytes, uint32_t chunk, ByteSpan value, BlobHasher* blob_hash,
+                     std::span<uint8_t>* copy_to, ByteSpan* payload);
   void Touch(NamespaceId ns, const Prefix& prefix);
   // Quarantines the snapshot if its stored manifest value still passes
   // `still_same` (null: any) and returns `why`; returns NotFound when it was
@@ -144,10 +157,23 @@ class DbStore final : public Store {
   // A check that the stored manifest still decodes to `m`.
   static ManifestCheck SameManifest(const std::string& key, const Manifest& m);
 
+  // ---- verification (db_store_verify.cc)
+  class Verifier;
+  // Reads every record of one snapshot and checks it (VerifyChunk, the
+  // codec check of each layer's head, CheckLayerDigest). OK, or Corruption
+  // with the damaged layer in *layer. Counts into `report` when given.
+  Status VerifySnapshot(NamespaceId ns, const Prefix& prefix, const Manifest& m,
+                        std::optional<uint32_t>* layer, VerifyReport* report);
+
   // ---- maintenance (db_store_maintenance.cc)
   void MaintenanceLoop();
   void LoadIndex();
-  Status MaintenancePass();
+  void WaitForIndex();
+  Status MaintenancePass() { return MaintenancePass(options_.ttl_seconds, options_.capacity_bytes); }
+  Status MaintenancePass(uint64_t ttl_seconds, uint64_t capacity_bytes);
+  // Compact's orphan pass: record groups with no manifest, and records a
+  // manifest does not name.
+  Status RemoveOrphans(CompactReport* report);
   Status PersistRecency();
   Status SweepIntents();
 

@@ -1,6 +1,7 @@
 #include <rocksdb/write_batch.h>
 
 #include <chrono>
+#include <thread>
 
 #include "format/byte_order.h"
 #include "format/envelope.h"
@@ -72,17 +73,21 @@ Status DbStore::RunMaintenance() {
   return SweepIntents();
 }
 
-Status DbStore::MaintenancePass() {
+void DbStore::WaitForIndex() {
+  while (!index_.ready()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+Status DbStore::MaintenancePass(uint64_t ttl_seconds, uint64_t capacity_bytes) {
   if (!index_.ready()) return Status::Ok();  // budgets apply once sizes are known
-  if (options_.ttl_seconds) {
-    const int64_t cutoff = NowUnixMs() - static_cast<int64_t>(options_.ttl_seconds) * 1000;
+  if (ttl_seconds) {
+    const int64_t cutoff = NowUnixMs() - static_cast<int64_t>(ttl_seconds) * 1000;
     for (const std::string& key : index_.ExpiredBefore(cutoff)) {
       Status s = EraseSnapshot(key, EraseReason::kExpiry);
       if (!s.ok() && !s.IsNotFound()) return s;
     }
   }
-  if (options_.capacity_bytes) {
-    for (const std::string& key : index_.EvictionVictims(options_.capacity_bytes)) {
+  if (capacity_bytes) {
+    for (const std::string& key : index_.EvictionVictims(capacity_bytes)) {
       Status s = EraseSnapshot(key, EraseReason::kEviction);
       if (!s.ok() && !s.IsNotFound()) return s;
     }

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <thread>
 
@@ -126,6 +127,21 @@ Status DbStore::OpenDb() {
 
 Status DbStore::OpenRocks(bool read_only, bool create) {
   cf_.clear();
+  if (!create) {
+    // Before RocksDB opens it for real: a RocksDB database of someone else's
+    // must not get the store's column families created in it.
+    std::vector<std::string> families;
+    rocksdb::Status ls = rocksdb::DB::ListColumnFamilies(setup_.db, path_, &families);
+    if (!ls.ok()) {
+      return Status::Corruption("store " + path_ +
+                                " is damaged: RocksDB cannot read the column families from its "
+                                "MANIFEST (" +
+                                ls.ToString() + ")");
+    }
+    if (std::find(families.begin(), families.end(), kMetaCf) == families.end()) {
+      return Status::InvalidArgument(path_ + " is a RocksDB database but not an auxstore store");
+    }
+  }
   rocksdb::DB* raw = nullptr;
   rocksdb::Status rs;
   if (read_only) {
@@ -137,10 +153,6 @@ Status DbStore::OpenRocks(bool read_only, bool create) {
   }
   if (!rs.ok()) {
     cf_.clear();
-    if (rs.IsInvalidArgument() && rs.ToString().find("auxstore.") != std::string::npos) {
-      return Status::InvalidArgument(path_ + " is a RocksDB database but not an auxstore store (" +
-                                     rs.ToString() + ")");
-    }
     if (rs.IsCorruption() || rs.IsPathNotFound()) {
       return Status::Corruption("store " + path_ +
                                 " is damaged: RocksDB cannot recover it from its MANIFEST and "

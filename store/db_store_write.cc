@@ -18,7 +18,7 @@
 #include "store/db_store.h"
 #include "store/keys.h"
 #include "store/meta_keys.h"
-#include "store/namespace_record.h"
+#include "format/namespace_spec.h"
 #include "store/watermark.h"
 
 namespace auxstore::store_internal {
@@ -78,7 +78,7 @@ Result<NamespaceId> DbStore::RegisterNamespace(const NamespaceSpec& spec) {
   AUXSTORE_RETURN_IF_ERROR(CheckWritable());
   const std::string key = NamespaceKey(ns);
   const std::string value =
-      EncodeEnvelope(Bytes(key), RecordKind::kNamespace, Bytes(EncodeNamespaceSpec(spec)));
+      EncodeEnvelope(Bytes(key), RecordKind::kNamespace, Bytes(internal::EncodeNamespaceSpec(spec)));
   rocksdb::WriteOptions wo;
   wo.sync = true;
   AUXSTORE_RETURN_IF_ERROR(
@@ -128,6 +128,11 @@ Status DbStore::PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t token
     }
     if (!g.IsNotFound()) return FromRocks(g, "look up prefix " + prefix.ToHex());
   }
+  // Records left under this prefix by a put that crashed before its commit
+  // (or an erase that crashed after removing the manifest) go first, so they
+  // can never mix with this snapshot's (issue 12 finding 8).
+  AUXSTORE_ASSIGN_OR_RETURN(bool leftovers, HasRecords(ns, prefix));
+  if (leftovers) AUXSTORE_RETURN_IF_ERROR(DeleteRecords(ns, prefix));
 
   Manifest m;
   m.token_count = token_count;
@@ -315,10 +320,12 @@ Status DbStore::AdvanceWatermark(uint64_t seq) {
 
 Status DbStore::Erase(NamespaceId ns, const Prefix& prefix) {
   AUXSTORE_RETURN_IF_ERROR(CheckWritable());
-  return EraseSnapshot(SnapshotKey(ns, prefix), EraseReason::kUser);
+  bool absent = false;
+  Status s = EraseSnapshot(SnapshotKey(ns, prefix), EraseReason::kUser, &absent);
+  return absent ? Status::Ok() : s;
 }
 
-Status DbStore::EraseSnapshot(const std::string& skey, EraseReason reason) {
+Status DbStore::EraseSnapshot(const std::string& skey, EraseReason reason, bool* absent) {
   NamespaceId ns = 0;
   Prefix prefix;
   if (!ParseSnapshotKey(skey, &ns, &prefix)) return Status::Internal("bad snapshot key");
@@ -327,6 +334,7 @@ Status DbStore::EraseSnapshot(const std::string& skey, EraseReason reason) {
   rocksdb::Status g = db_->Get(rocksdb::ReadOptions(), cf_[kManifests], skey, &existing);
   if (g.IsNotFound()) {
     index_.Removed(skey);
+    if (absent) *absent = true;
     return Status::NotFound("no snapshot for prefix " + prefix.ToHex() + " in namespace " +
                             NamespaceHex(ns));
   }
@@ -342,6 +350,18 @@ Status DbStore::EraseSnapshot(const std::string& skey, EraseReason reason) {
   if (reason == EraseReason::kEviction) ++evictions_;
   if (reason == EraseReason::kExpiry) ++expirations_;
   return DeleteRecords(ns, prefix);
+}
+
+Result<bool> DbStore::HasRecords(NamespaceId ns, const Prefix& prefix) {
+  const std::string begin = SnapshotKey(ns, prefix), end = SnapshotRangeEnd(ns, prefix);
+  rocksdb::Slice upper(end);
+  rocksdb::ReadOptions r = HotReadOptions();
+  r.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(r, cf_[kRecords]));
+  it->Seek(begin);
+  if (it->Valid()) return true;
+  AUXSTORE_RETURN_IF_ERROR(FromRocks(it->status(), "look for records of " + prefix.ToHex()));
+  return false;
 }
 
 Status DbStore::DeleteRecords(NamespaceId ns, const Prefix& prefix) {

@@ -39,8 +39,8 @@ RocksSetup MakeRocksSetup(std::shared_ptr<rocksdb::FileSystem> base = nullptr,
 // Options for an SstFileWriter producing a records-family file for ingestion.
 rocksdb::Options RecordsSstWriterOptions(const RocksSetup& setup);
 
-// Reads on the restore path: RocksDB's software CRC per read is off because
-// every record carries the store's own XXH3 with the key mixed in.
+// Reads on the restore path: block checksums verified (XXH3, so cheap),
+// blocks not cached (each chunk is read once per restore).
 rocksdb::ReadOptions HotReadOptions();
 
 }  // namespace auxstore::store_internal

@@ -172,7 +172,8 @@ int auxstore_get_manifest(auxstore_t* db, uint64_t ns, const uint8_t prefix[16],
 int auxstore_get_layer(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], uint32_t layer,
                        void** data, size_t* size, char** errmsg);
 
-/* Removes a snapshot (a prefix not stored: OK). */
+/* Removes a snapshot (durably: a synced commit). A prefix not stored: OK,
+ * nothing changes. */
 int auxstore_erase(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], char** errmsg);
 /* Makes every snapshot accepted so far durable, as with AUXSTORE_SYNC. */
 int auxstore_flush(auxstore_t* db, char** errmsg);

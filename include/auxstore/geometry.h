@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "auxstore/status.h"
+
 namespace auxstore {
 
 // Kind of one layer's aux blob. Persisted (manifests, envelopes, C ABI):
@@ -45,5 +47,9 @@ struct NamespaceSpec {
   QsaGeometry qsa;
   DsaGeometry dsa;
 };
+
+// OK, or InvalidArgument naming the first field of `spec` that cannot be
+// registered.
+Status ValidateNamespaceSpec(const NamespaceSpec& spec);
 
 }  // namespace auxstore

@@ -8,6 +8,7 @@
 #include "auxstore/blob_codecs.h"
 #include "auxstore/geometry.h"
 #include "auxstore/prefix.h"
+#include "auxstore/status.h"
 
 namespace auxstore {
 
@@ -40,5 +41,10 @@ struct Manifest {
   }
   friend bool operator==(const Manifest&, const Manifest&) = default;
 };
+
+// Corruption (naming the layer and both hashes) unless `digest`, the XXH3-64
+// of a layer's bytes as read, is the one its manifest entry committed: the
+// check every read, restore and verification ends a layer with.
+Status CheckLayerDigest(const LayerEntry& entry, uint64_t digest);
 
 }  // namespace auxstore

@@ -27,6 +27,7 @@
 #include "auxstore/blob_hash.h"
 #include "auxstore/geometry.h"
 #include "auxstore/log.h"
+#include "auxstore/maintenance.h"
 #include "auxstore/manifest_types.h"
 #include "auxstore/prefix.h"
 #include "auxstore/status.h"
@@ -178,7 +179,8 @@ class Store {
                                                                    uint32_t block_size,
                                                                    uint64_t salt) = 0;
 
-  // Removes a snapshot: manifest first (durably), then its records.
+  // Removes a snapshot: manifest first (durably, as a commit the watermark
+  // vouches for), then its records. A prefix not stored: OK, nothing changes.
   virtual Status Erase(NamespaceId ns, const Prefix& prefix) = 0;
 
   // Visits every visible snapshot (optionally one namespace) in key order.
@@ -192,6 +194,20 @@ class Store {
 
   // Runs one maintenance pass now (TTL, LRU down to budget, orphan sweep).
   virtual Status RunMaintenance() = 0;
+
+  // ---- verification, repair, compaction (maintenance.h) -------------------
+  // Reads and checks every snapshot, namespace and (check_files) RocksDB
+  // file of the state this handle sees. Changes nothing; works read-only.
+  virtual Result<VerifyReport> Verify(const VerifyOptions& options = {}) = 0;
+  // Removes the snapshots `report` names corrupt, each only after reading
+  // it again and seeing it still fail (a report may be stale): quarantined
+  // (manifest removed, counted), then its records deleted.
+  virtual Result<RepairReport> Repair(const VerifyReport& report) = 0;
+  // Drops what `options` does not want, orphan records, then compacts every
+  // column family so erased bytes leave the disk.
+  virtual Result<CompactReport> Compact(const CompactOptions& options) = 0;
+  // Bytes of every file in the store directory.
+  virtual uint64_t DiskBytes() = 0;
 
  protected:
   Store() = default;

@@ -578,6 +578,12 @@ static void test_erase_and_read_only(void) {
   size_t found = 0;
   CHECK_ERR(auxstore_erase(g_db, g_ns, NULL, &err), AUXSTORE_INVALID_ARGUMENT, "prefix is NULL");
   CHECK_OK(auxstore_erase(g_db, g_ns, g_prefixes[2], &err));
+  /* Erasing what is not stored is OK and changes nothing. */
+  auxstore_stats_t before, after;
+  CHECK_OK(auxstore_stats(g_db, &before, &err));
+  CHECK_OK(auxstore_erase(g_db, g_ns, g_prefixes[2], &err));
+  CHECK_OK(auxstore_stats(g_db, &after, &err));
+  CHECK(before.commit_seq == after.commit_seq && before.snapshots == after.snapshots);
   CHECK(auxstore_longest_prefix(g_db, g_ns, (const uint8_t(*)[16])g_prefixes, 4, &found, &err) ==
         AUXSTORE_NOT_FOUND);
   auxstore_free(err);

@@ -100,6 +100,10 @@ class ForwardingStore final : public Store {
   StoreStats Stats() override { return in_.Stats(); }
   Status Flush() override { return in_.Flush(); }
   Status RunMaintenance() override { return in_.RunMaintenance(); }
+  Result<VerifyReport> Verify(const VerifyOptions& o) override { return in_.Verify(o); }
+  Result<RepairReport> Repair(const VerifyReport& r) override { return in_.Repair(r); }
+  Result<CompactReport> Compact(const CompactOptions& o) override { return in_.Compact(o); }
+  uint64_t DiskBytes() override { return in_.DiskBytes(); }
 
  private:
   Store& in_;

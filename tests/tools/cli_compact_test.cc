@@ -1,7 +1,7 @@
 // `auxstore compact`: frees the disk space of erased snapshots, applies the
 // namespace, TTL and byte-budget filters, and refuses while a writer is open.
 #include "tests/tools/cli_test_util.h"
-#include "tools/cli/compact.h"
+#include "auxstore/maintenance.h"
 #include "tools/cli/inspect.h"
 
 namespace auxstore::testing {
@@ -90,7 +90,7 @@ TEST(CompactTest, RefusesWhileAWriterHasTheStoreOpen) {
   EXPECT_EQ(bin.Json()["code"].get<std::string>(), "Busy") << bin.out;
   EXPECT_NE(bin.err.find("open for writing"), std::string::npos) << bin.err;
   EXPECT_EQ(DirBytes(path), before);  // refused before opening anything
-  auto in_process = cli::CompactStore(path, {});
+  auto in_process = CompactStoreAt(path, {});
   EXPECT_EQ(in_process.status().code(), StatusCode::kBusy) << in_process.status().ToString();
   ExpectReadsBack(*writer, w);
 }

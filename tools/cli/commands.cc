@@ -4,10 +4,10 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "tools/cli/compact.h"
+#include "auxstore/maintenance.h"
 #include "tools/cli/export_import.h"
 #include "tools/cli/inspect.h"
-#include "tools/cli/verify.h"
+#include "tools/cli/progress.h"
 
 namespace auxstore::cli {
 namespace {
@@ -70,6 +70,7 @@ void PrintVerify(Context& c, const VerifyReport& r, const RepairReport* repair) 
               {"commit_seq", r.commit_seq},
               {"watermark", r.watermark ? json(*r.watermark) : json(nullptr)},
               {"watermark_lost", r.watermark_lost},
+              {"lost_commits", r.lost_commits},
               {"store_problems", r.store_problems},
               {"corrupt", json::array()}};
     for (const auto& x : r.corrupt) j["corrupt"].push_back(CorruptJson(x));
@@ -91,6 +92,11 @@ void PrintVerify(Context& c, const VerifyReport& r, const RepairReport* repair) 
         << " records, " << r.orphan_bytes << " bytes (not corruption; `compact` removes them)\n"
         << "commit sequence:   " << r.commit_seq << ", durable watermark "
         << (r.watermark ? std::to_string(*r.watermark) : std::string("none")) << "\n";
+  if (r.watermark_lost) {
+    c.out << "CORRUPT store: lost " << r.lost_commits
+          << " committed snapshots (the durable watermark is ahead of what RocksDB recovered: a "
+             "truncated WAL or MANIFEST)\n";
+  }
   for (const auto& p : r.store_problems) c.out << "CORRUPT store: " << p << "\n";
   for (const auto& x : r.corrupt) c.out << "CORRUPT " << Where(x) << ": " << x.why << "\n";
   if (repair) {
@@ -103,25 +109,25 @@ void PrintVerify(Context& c, const VerifyReport& r, const RepairReport* repair) 
 }
 
 int RunVerify(Context& c, const std::string& path, bool repair, bool accept_loss) {
-  auto r = VerifyStore(path);
-  if (!r.ok()) return c.Fail(r.error());
-  if (!repair || r->clean()) {
+  Progress progress("verify");
+  VerifyOptions o;
+  o.progress = [&](const VerifyProgress& p) { progress.Update(p); };
+  if (!repair) {
+    auto r = VerifyStoreAt(path, o);
+    if (!r.ok()) return c.Fail(r.error());
     PrintVerify(c, *r, nullptr);
     return c.code = r->clean() ? kExitOk : kExitCorruption;
   }
-  auto rep = RepairStore(path, *r, {accept_loss});
-  if (!rep.ok()) {
-    PrintVerify(c, *r, nullptr);
-    c.err << "auxstore: repair failed: " << rep.error().ToString() << "\n";
-    return c.code = kExitError;
-  }
-  PrintVerify(c, *r, &*rep);
-  // Corruption was found (exit 1) even though it has been removed.
-  return c.code = kExitCorruption;
+  VerifyReport report;
+  auto rep = RepairStoreAt(path, accept_loss, &report, o);
+  if (!rep.ok()) return c.Fail(rep.error());
+  PrintVerify(c, report, &*rep);
+  // Corruption found is exit 1 even when repair removed it.
+  return c.code = report.clean() ? kExitOk : kExitCorruption;
 }
 
 int RunCompact(Context& c, const std::string& path, const CompactOptions& o) {
-  auto r = CompactStore(path, o);
+  auto r = CompactStoreAt(path, o);
   if (!r.ok()) return c.Fail(r.error());
   if (c.json) {
     c.out << json({{"snapshots_before", r->snapshots_before},
@@ -134,7 +140,8 @@ int RunCompact(Context& c, const std::string& path, const CompactOptions& o) {
                    {"dropped_by_namespace", r->dropped_by_namespace},
                    {"expired", r->expired},
                    {"evicted", r->evicted},
-                   {"orphan_snapshots_removed", r->orphan_snapshots_removed}})
+                   {"orphan_snapshots_removed", r->orphan_snapshots_removed},
+                   {"orphan_records_removed", r->orphan_records_removed}})
                  .dump(2)
           << "\n";
   } else {
@@ -143,7 +150,7 @@ int RunCompact(Context& c, const std::string& path, const CompactOptions& o) {
           << "\n"
           << "removed:       " << r->dropped_by_namespace << " by namespace, " << r->expired
           << " expired, " << r->evicted << " evicted, " << r->orphan_snapshots_removed
-          << " orphan groups\n"
+          << " orphan groups, " << r->orphan_records_removed << " stray records\n"
           << "disk bytes:    " << r->disk_bytes_before << " -> " << r->disk_bytes_after
           << " (freed " << r->disk_bytes_freed() << ")\n";
   }

@@ -1,10 +1,11 @@
 #include "tools/cli/import_manifest.h"
 
+#include "auxstore/geometry.h"
+
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "store/namespace_record.h"
 
 namespace auxstore::cli {
 namespace {
@@ -93,7 +94,7 @@ Result<NamespaceSpec> ParseSpec(const json& ns) {
   AUXSTORE_ASSIGN_OR_RETURN(s.qsa.eps, F32(*q, "eps", qw));
   AUXSTORE_ASSIGN_OR_RETURN(s.dsa.index_head_dim, U64(*d, "index_head_dim", dw, UINT32_MAX));
   AUXSTORE_ASSIGN_OR_RETURN(s.dsa.capacity, U64(*d, "capacity", dw, UINT32_MAX));
-  Status v = store_internal::ValidateNamespaceSpec(s);
+  Status v = ValidateNamespaceSpec(s);
   if (!v.ok()) return Bad("namespace", "is not a valid spec: " + v.message());
   return s;
 }

@@ -2,7 +2,6 @@
 
 #include <cstdio>
 
-#include "tools/cli/raw_db.h"
 
 namespace auxstore::cli {
 namespace {
@@ -57,7 +56,7 @@ Result<StoreSummary> SummarizeStore(const std::string& path) {
   s.commit_seq = st.commit_seq;
   s.durable_watermark = st.durable_watermark;
   s.quarantines = st.quarantines;
-  s.disk_bytes = DirectoryBytes(path);
+  s.disk_bytes = store->DiskBytes();
   return s;
 }
 

@@ -1,28 +1,30 @@
 // Progress of a long scan on stderr (bytes and snapshots done, rate, ETA),
-// shown only when stderr is a terminal; silent otherwise.
+// shown only when stderr is a terminal; silent otherwise. Fed by the
+// library's progress callbacks (maintenance.h).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <string>
 
+#include "auxstore/maintenance.h"
+
 namespace auxstore::cli {
 
 class Progress {
  public:
-  // `total_bytes` 0 = unknown (no ETA).
-  Progress(std::string what, uint64_t total_bytes);
+  explicit Progress(std::string what);
   ~Progress();
 
-  void Add(uint64_t bytes, uint64_t snapshots);
+  void Update(const VerifyProgress& p);
 
  private:
   void Print(bool final);
 
   const std::string what_;
-  const uint64_t total_bytes_;
   const bool enabled_;
-  uint64_t bytes_ = 0, snapshots_ = 0;
+  VerifyProgress p_;
+  bool any_ = false;
   std::chrono::steady_clock::time_point start_, last_;
 };
 

@@ -10,12 +10,11 @@
 #include "auxstore/geometry.h"
 #include "auxstore/status.h"
 
-namespace auxstore::store_internal {
+namespace auxstore::internal {
+
+inline constexpr size_t kMaxModelIdBytes = 4096;
 
 std::string EncodeNamespaceSpec(const NamespaceSpec& spec);
 Result<NamespaceSpec> DecodeNamespaceSpec(ByteSpan payload);
 
-// InvalidArgument naming the first bad field of a spec to register.
-Status ValidateNamespaceSpec(const NamespaceSpec& spec);
-
-}  // namespace auxstore::store_internal
+}  // namespace auxstore::internal

@@ -1,18 +1,15 @@
-#include "store/namespace_record.h"
+#include "format/namespace_spec.h"
 
 #include <bit>
 #include <cmath>
 
 #include "format/byte_order.h"
 
-namespace auxstore::store_internal {
-
-using internal::AppendLE32;
-using internal::GetLE32;
+namespace auxstore {
+namespace internal {
 
 namespace {
 constexpr uint32_t kVersion = 1;
-constexpr size_t kMaxModelIdBytes = 4096;
 }  // namespace
 
 std::string EncodeNamespaceSpec(const NamespaceSpec& spec) {
@@ -45,9 +42,11 @@ Result<NamespaceSpec> DecodeNamespaceSpec(ByteSpan p) {
   return s;
 }
 
+}  // namespace internal
+
 Status ValidateNamespaceSpec(const NamespaceSpec& spec) {
   if (spec.model_id.empty()) return Status::InvalidArgument("namespace model_id is empty");
-  if (spec.model_id.size() > kMaxModelIdBytes) {
+  if (spec.model_id.size() > internal::kMaxModelIdBytes) {
     return Status::InvalidArgument("namespace model_id is longer than 4096 bytes");
   }
   const QsaGeometry& q = spec.qsa;
@@ -75,4 +74,4 @@ Status ValidateNamespaceSpec(const NamespaceSpec& spec) {
   return Status::Ok();
 }
 
-}  // namespace auxstore::store_internal
+}  // namespace auxstore

@@ -1,0 +1,58 @@
+// The path-level entry points of maintenance.h: how the CLI opens a store
+// for verify, repair and compact.
+#include "auxstore/maintenance.h"
+#include "auxstore/store.h"
+
+namespace auxstore {
+
+Result<VerifyReport> VerifyStoreAt(const std::string& path, const VerifyOptions& options) {
+  Options o;
+  o.read_only = true;
+  o.create_if_missing = false;
+  // Lost commits are reported, not refused: the rest is still verified.
+  o.accept_data_loss = true;
+  auto store = Store::Open(o, path);
+  if (!store.ok()) {
+    if (!store.error().IsCorruption()) return store.error();
+    VerifyReport report;
+    report.store_problems.push_back(store.error().message());
+    return report;
+  }
+  return (*store)->Verify(options);
+}
+
+Result<RepairReport> RepairStoreAt(const std::string& path, bool accept_data_loss,
+                                   VerifyReport* report, const VerifyOptions& options) {
+  Options o;
+  o.create_if_missing = false;
+  o.background_maintenance = false;
+  o.accept_data_loss = accept_data_loss;
+  auto store = Store::Open(o, path);
+  if (!store.ok()) {
+    if (store.error().IsCorruption() && !accept_data_loss) {
+      return store.error().WithContext(
+          "repair cannot open the store (rerun with --accept-data-loss to keep what is left "
+          "when committed snapshots were lost)");
+    }
+    return store.error();
+  }
+  AUXSTORE_ASSIGN_OR_RETURN(*report, (*store)->Verify(options));
+  return (*store)->Repair(*report);
+}
+
+Result<CompactReport> CompactStoreAt(const std::string& path, const CompactOptions& options) {
+  Options o;
+  o.create_if_missing = false;
+  o.background_maintenance = false;  // one explicit pass
+  auto store = Store::Open(o, path);
+  if (!store.ok()) {
+    if (store.error().code() == StatusCode::kBusy) {
+      return Status::Busy("compact needs the store to itself, but " + store.error().message() +
+                          "; stop the writer and try again");
+    }
+    return store.error();
+  }
+  return (*store)->Compact(options);
+}
+
+}  // namespace auxstore
