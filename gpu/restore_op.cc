@@ -211,10 +211,9 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
       if (!st.ok()) st = st.WithContext(LayerWhere(l.index));
     }
     // The last chunk goes up only once the whole blob matches its manifest.
-    if (st.ok() && c + 1 == l.entry.chunks && l.hasher.Digest() != l.entry.xxh3) {
-      quarantine = true;
-      st =
-          Status::Corruption(LayerWhere(l.index) + ": whole-blob XXH3 does not match the manifest");
+    if (st.ok() && c + 1 == l.entry.chunks) {
+      st = CheckLayerDigest(l.entry, l.hasher.Digest());
+      quarantine = !st.ok();
     }
     if (st.ok() && !stopped) st = Upload(l, c, staged);
     if (kept) core_.staging->EndHold();
