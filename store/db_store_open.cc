@@ -229,11 +229,13 @@ Status DbStore::OpenExistingDb(const DirCheck& dir) {
 
 // A reader beside a live writer: RocksDB's read-only open reads CURRENT, the
 // MANIFEST and the WALs at slightly different moments, and the writer may
-// flush, switch WALs or delete one in between. Such an open can fail (a WAL
-// that vanished) or recover fewer commits than the watermark read just
-// before (a flush the MANIFEST read missed, its WAL already gone). Neither
-// is damage when the writer changed the store meanwhile: then the open is
-// retried. A failure with nothing changed around it is the store's own.
+// ingest, flush, switch WALs or delete one in between. Such an open can fail
+// (a WAL that vanished), recover fewer commits than the watermark read just
+// before (a flush the MANIFEST read missed, its WAL gone), or, worse, see a
+// manifest from the WAL whose records were ingested after its MANIFEST read
+// (a torn view). None of that is damage: an open whose MANIFEST changed
+// while it ran is thrown away and retried (ChangeFingerprint). A failure
+// with nothing changed around it is the store's own.
 Status DbStore::OpenForReading() {
   constexpr int kAttempts = 12;
   Status last;
@@ -242,9 +244,11 @@ Status DbStore::OpenForReading() {
     Result<uint64_t> wm = ReadWatermark(path_);
     last = OpenRocks(/*read_only=*/true, /*create=*/false);
     if (last.ok()) last = CheckRecovered(/*fresh=*/false, std::move(wm));
-    if (last.ok()) return last;
+    const bool changed = ChangeFingerprint(path_) != before;
+    if (last.ok() && !changed) return last;
     CloseDb();
-    if (ChangeFingerprint(path_) == before) return last;
+    if (!changed) return last;
+    if (last.ok()) last = Status::Busy("the MANIFEST changed during the open");
     std::this_thread::sleep_for(std::chrono::milliseconds(2 << std::min(attempt, 6)));
   }
   return Status::Busy("store " + path_ + " kept changing under a read-only open (" +

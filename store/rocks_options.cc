@@ -75,6 +75,14 @@ RocksSetup MakeRocksSetup(std::shared_ptr<rocksdb::FileSystem> base_fs, LogSink 
   // an empty MANIFEST (and a WAL the size of a memtable) before it can say
   // how much it needs (store_dir.h, CheckSpaceToOpen).
   db.allow_fallocate = false;
+  // Files written by SstFileWriter and ingested carry no unique id in the
+  // MANIFEST; the check would only warn about each of them at every open.
+  db.verify_sst_unique_id_in_manifest = false;
+  // Recovery replays the WALs into memtables and keeps them instead of
+  // flushing them at open: an open after a crash then writes only a new
+  // MANIFEST, OPTIONS and an empty WAL, so a store that filled its disk
+  // opens again once about a MANIFEST's worth is free (CheckSpaceToOpen).
+  db.avoid_flush_during_recovery = true;
   // Obsolete WAL files are deleted right away: snapshot data is ingested,
   // the WAL only ever holds small snapshots and manifests.
   db.max_total_wal_size = 64u << 20;

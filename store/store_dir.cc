@@ -234,7 +234,7 @@ Status CheckSpaceToOpen(const std::string& dir, const std::string& manifest) {
   std::vector<Entry> entries;
   AUXSTORE_RETURN_IF_ERROR(ListEntries(dir, &entries));
   for (const Entry& e : entries) {
-    if (e.name == manifest || EndsWith(e.name, ".log")) {
+    if (e.name == manifest) {
       need += static_cast<uint64_t>(e.st.st_size);
     }
   }
@@ -243,8 +243,8 @@ Status CheckSpaceToOpen(const std::string& dir, const std::string& manifest) {
   const uint64_t free_bytes = uint64_t{vfs.f_bavail} * vfs.f_frsize;
   if (free_bytes >= need) return Status::Ok();
   return Status::IOError("store " + dir + " needs " + std::to_string(need) +
-                         " bytes free to open (a new RocksDB MANIFEST, the flush of what its WALs "
-                         "hold, an OPTIONS file), and its file system has " +
+                         " bytes free to open (a new RocksDB MANIFEST, an OPTIONS file, a new WAL), "
+                         "and its file system has " +
                          std::to_string(free_bytes) +
                          "; free that much and open it again (nothing was changed)");
 }
@@ -274,8 +274,7 @@ std::string ChangeFingerprint(const std::string& dir) {
   std::vector<Entry> entries;
   if (!ListEntries(dir, &entries).ok()) return fp + "|unreadable";
   for (const Entry& e : entries) {
-    if (e.name.starts_with("MANIFEST-") || EndsWith(e.name, ".log") ||
-        e.name == kWatermarkFileName) {
+    if (e.name.starts_with("MANIFEST-")) {
       fp += "|" + e.name + ":" + std::to_string(e.st.st_size) + ":" +
             std::to_string(e.st.st_mtim.tv_nsec) + ":" + std::to_string(e.st.st_mtim.tv_sec);
     }

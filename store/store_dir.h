@@ -64,8 +64,9 @@ class WriterLock {
 };
 
 // IOError naming how many bytes must be free when the file system holding
-// `dir` has less than an open of this store can write: a new MANIFEST, the
-// flush of what the WALs recovered, an OPTIONS file and the watermark.
+// `dir` has less than an open of this store can write: a new MANIFEST (no
+// larger than `manifest`), an OPTIONS file, a new WAL and the watermark
+// (recovered WALs are kept, not flushed: rocks_options.cc).
 Status CheckSpaceToOpen(const std::string& dir, const std::string& manifest);
 
 // Names and sizes of the directory's entries (one level).
@@ -81,9 +82,13 @@ bool UndoFailedOpen(const std::string& dir, const DirListing& before,
 // CURRENT's content ("" when missing).
 std::string ReadCurrent(const std::string& dir);
 
-// What changes when a writer commits anything: CURRENT, the MANIFEST's size,
-// every WAL's name and size, the watermark. Two equal fingerprints taken
-// around a read-only open mean no writer changed the store meanwhile.
+// CURRENT and every MANIFEST's name, size and mtime: what changes whenever a
+// writer ingests, flushes, switches or deletes a WAL, or compacts. Equal
+// fingerprints taken around a read-only open mean the open's view is one
+// the writer really had: the WAL records it replayed depend on no MANIFEST
+// change it missed (a writer records an ingest in the MANIFEST before the
+// manifest that names it goes to the WAL, and deletes a WAL only after the
+// flush that replaces it is in the MANIFEST).
 std::string ChangeFingerprint(const std::string& dir);
 
 // mkdir `path` (0700 whatever the umask) unless it exists as a directory.
