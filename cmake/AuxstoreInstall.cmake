@@ -9,7 +9,8 @@ set(AUXSTORE_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/auxstore")
 # The umbrella for C++ users. (The name `auxstore` belongs to the CLI.)
 add_library(auxstore_all INTERFACE)
 add_library(auxstore::auxstore ALIAS auxstore_all)
-target_link_libraries(auxstore_all INTERFACE auxstore::format auxstore::store auxstore::gpu)
+target_link_libraries(auxstore_all INTERFACE auxstore::format auxstore::store auxstore::gpu
+  auxstore::pipeline)
 
 # Exported as auxstore::<name>. auxstore_warnings is linked PRIVATE by every
 # static library, so their link interface names it: it is exported too, as
@@ -18,6 +19,7 @@ set(_auxstore_exported
   auxstore_format format
   auxstore_store store
   auxstore_gpu gpu
+  auxstore_pipeline pipeline
   auxstore_gpu_common gpu_common
   auxstore_c c
   auxstore_all auxstore

@@ -15,7 +15,7 @@ echo "== TSan: concurrency tests"
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAUXSTORE_SANITIZE=thread \
   -DAUXSTORE_CUDA=OFF >/dev/null
 cmake --build build-tsan -j"${AUXSTORE_JOBS:-2}" --target store_concurrency_test \
-  gpu_pipeline_concurrency_test
+  pipeline_concurrency_test
 (cd build-tsan && TSAN_OPTIONS="ignore_noninstrumented_modules=1 halt_on_error=1" \
    ctest --output-on-failure -L concurrency --timeout 900)
 

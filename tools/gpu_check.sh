@@ -10,8 +10,8 @@
 #   cmake -S . -B build-cuda -DAUXSTORE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
 #         -DCMAKE_BUILD_TYPE=Release
 #   cmake --build build-cuda -j2 --target gpu_cuda_test gpu_kernel_test \
-#     gpu_host_backend_test gpu_seq_state_test gpu_staging_test gpu_pipeline_test \
-#     gpu_pipeline_concurrency_test gpu_restore_bench
+#     gpu_host_backend_test gpu_seq_state_test pipeline_staging_test pipeline_test \
+#     pipeline_concurrency_test gpu_restore_bench
 #   ../shared/tools/pack-for-device .device build-cuda/tests/gpu/gpu_{cuda,kernel,...}
 #   strip .device/bin/*          # the device call carries 64 MiB at most
 #
@@ -74,8 +74,8 @@ if grep -q '^\[  SKIPPED \]' "$out/gpu_cuda_test.log" 2>/dev/null; then
   fail "gpu_cuda_test skipped tests: the CUDA backend found no usable device"
   grep -m3 -i 'skip\|cuda' "$out/gpu_cuda_test.log" | tee -a "$out/summary.txt"
 fi
-for t in gpu_kernel_test gpu_host_backend_test gpu_seq_state_test gpu_staging_test \
-         gpu_pipeline_test gpu_pipeline_concurrency_test; do
+for t in gpu_kernel_test gpu_host_backend_test gpu_seq_state_test pipeline_staging_test \
+         pipeline_test pipeline_concurrency_test; do
   run_test "$t"
 done
 

@@ -89,7 +89,7 @@ class GpuPipeline {
 
   PipelineStats stats() const;
 
-  struct Core;  // internal (gpu/pipeline_core.h)
+  struct Core;  // internal (pipeline/pipeline_core.h)
 
  private:
   explicit GpuPipeline(std::unique_ptr<Core> core);

@@ -1,4 +1,4 @@
-#include "gpu/pinned_arena.h"
+#include "pipeline/pinned_arena.h"
 
 namespace auxstore::gpu {
 

@@ -1,7 +1,7 @@
 // GpuPipeline: construction and teardown, restore entry points, stats.
 #include "auxstore/gpu_pipeline.h"
 
-#include "gpu/pipeline_core.h"
+#include "pipeline/pipeline_core.h"
 
 namespace auxstore {
 

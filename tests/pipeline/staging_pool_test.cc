@@ -1,7 +1,7 @@
 // StagingPool: a buffer is reused only after the copy reading it completed
 // (host backend with slow streams), backpressure when exhausted, teardown
 // waits for buffers still in flight.
-#include "gpu/staging_pool.h"
+#include "pipeline/staging_pool.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <future>
 
 #include "gpu/host_backend.h"
-#include "gpu/pinned_arena.h"
+#include "pipeline/pinned_arena.h"
 
 namespace auxstore {
 namespace {

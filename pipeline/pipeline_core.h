@@ -8,8 +8,8 @@
 #include <mutex>
 
 #include "auxstore/gpu_pipeline.h"
-#include "gpu/pinned_arena.h"
-#include "gpu/staging_pool.h"
+#include "pipeline/pinned_arena.h"
+#include "pipeline/staging_pool.h"
 
 namespace auxstore {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu/pipeline_core.h"
+#include "pipeline/pipeline_core.h"
 
 namespace auxstore {
 

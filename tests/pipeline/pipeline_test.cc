@@ -1,7 +1,7 @@
 // Restore and snapshot pipelines against a real store on the host backend.
 #include <gtest/gtest.h>
 
-#include "tests/gpu/pipeline_fixture.h"
+#include "tests/pipeline/pipeline_fixture.h"
 
 namespace auxstore {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <thread>
 
-#include "tests/gpu/pipeline_fixture.h"
+#include "tests/pipeline/pipeline_fixture.h"
 
 namespace auxstore {
 namespace {

@@ -14,7 +14,7 @@
 #include "auxstore/seq_state.h"
 #include "gpu/host_backend.h"
 #include "tests/gpu/faulty_backend.h"
-#include "tests/gpu/forwarding_store.h"
+#include "tests/pipeline/forwarding_store.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/support/test_util.h"
 

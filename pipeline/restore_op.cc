@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "auxstore/blob_hash.h"
-#include "gpu/pipeline_core.h"
+#include "pipeline/pipeline_core.h"
 
 namespace auxstore::gpu {
 

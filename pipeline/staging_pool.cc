@@ -1,4 +1,4 @@
-#include "gpu/staging_pool.h"
+#include "pipeline/staging_pool.h"
 
 #include <boost/asio/post.hpp>
 
