@@ -2,7 +2,9 @@
 # CI: the reliability battery (docs/durability.md). Installs nothing
 # (scripts/setup.sh provides clang and libclang-rt-14-dev).
 #   1. gcc build, ctest label `reliability` (kill -9, power loss, I/O faults,
-#      on-disk corruption), each bounded by default;
+#      on-disk corruption, and the trust attacks of tests/trust: a second
+#      open, readers beside a live writer, a full tmpfs, every page of every
+#      file zeroed, ...), each bounded by default;
 #   2. clang build with -DAUXSTORE_FUZZ=ON, each libFuzzer target run from its
 #      committed seed corpus for FUZZ_SECONDS (default 30); any crash fails.
 # Environment: AUXSTORE_RELIABILITY_CYCLES (soak), FUZZ_SECONDS, AUXSTORE_JOBS.
@@ -17,13 +19,16 @@ fuzz_only=0
 if [ "$fuzz_only" -eq 0 ]; then
 echo "== reliability battery (build-rel)"
 cmake -S . -B build-rel -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAUXSTORE_CUDA=OFF >/dev/null
+trust_tests=(trust_double_open_test trust_live_readers_test trust_full_disk_test
+  trust_damaged_pages_test trust_missing_current_test trust_repair_test
+  trust_interrupted_put_test trust_acked_erase_test trust_small_findings_test)
 cmake --build build-rel -j"$jobs" --target kill9_test power_loss_test io_fault_test \
-  corruption_trial_test auxstore_crash_writer kill_compact_test auxstore
+  corruption_trial_test auxstore_crash_writer kill_compact_test auxstore "${trust_tests[@]}"
 rc=0
 (cd build-rel && ctest --output-on-failure -L reliability --timeout 900 -V) \
   >build-rel/reliability.log 2>&1 || rc=$?
 # The figures docs/durability.md quotes, then ctest's summary.
-grep -E "RELIABILITY|^[0-9]+: (file|damage|SST|WAL|MANIFEST|OPTIONS|CURRENT|WATERMARK|flip|zero-page|truncate|delete) " \
+grep -E "RELIABILITY|TRUST|^[0-9]+: (file|damage|SST|WAL|MANIFEST|OPTIONS|CURRENT|WATERMARK|flip|zero-page|truncate|delete) " \
   build-rel/reliability.log || true
 grep -E "tests passed|tests failed|Failed|\*\*\*" build-rel/reliability.log || true
 if [ "$rc" -ne 0 ]; then
