@@ -187,4 +187,20 @@ Status CheckBlob(Kind kind, ByteSpan head, uint64_t blob_size, const NamespaceSp
                                  std::to_string(static_cast<unsigned>(kind)));
 }
 
+Status CheckLayerBlob(uint32_t layer, Kind kind, ByteSpan head, uint64_t blob_size,
+                      const NamespaceSpec& spec) {
+  AUXSTORE_RETURN_IF_ERROR(CheckBlob(kind, head, blob_size, spec));
+  if (kind != Kind::kOpaque) return Status::Ok();
+  const OpaqueLayerSpec* declared = spec.FindOpaque(layer);
+  if (declared == nullptr) return Status::Ok();
+  const uint64_t want = OpaqueLayerBytes(*declared);
+  if (blob_size == want) return Status::Ok();
+  std::string shape;
+  for (uint64_t d : declared->shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+  return Status::InvalidArgument("opaque blob is " + std::to_string(blob_size) +
+                                 " bytes; the namespace declares this layer " +
+                                 std::string(DTypeName(declared->dtype)) + "[" + shape + "] = " +
+                                 std::to_string(want) + " bytes");
+}
+
 }  // namespace auxstore

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "format/byte_order.h"
+#include "format/namespace_spec.h"
 
 namespace auxstore {
 
@@ -71,6 +72,12 @@ NamespaceId NamespaceFingerprint(const NamespaceSpec& spec) {
   AppendLE32(&s, spec.dsa.index_head_dim);
   // dsa.capacity is deliberately left out: it is a per-deployment reservation
   // (seed 001: a restore into a larger state is fine), not part of the layout.
+  // The identity fields are appended only when set, so every namespace
+  // registered before they existed keeps its id.
+  if (internal::HasIdentityFields(spec)) {
+    s += "|identity.v1";
+    internal::AppendIdentityFields(&s, spec);
+  }
   return XXH3_64bits(s.data(), s.size());
 }
 

@@ -327,12 +327,12 @@ Status DbStore::VerifySnapshot(NamespaceId ns, const Prefix& prefix, const Manif
                     std::min(payload.size(), head_bytes - head.size()));
       }
       if (!head_checked && (head.size() >= head_bytes || c + 1 == l.chunks)) {
-        AUXSTORE_RETURN_IF_ERROR(CheckBlob(l.kind, Bytes(head), l.bytes, *spec));
+        AUXSTORE_RETURN_IF_ERROR(CheckLayerBlob(l.layer, l.kind, Bytes(head), l.bytes, *spec));
         head_checked = true;
       }
       if (walking) it->Next();
     }
-    if (l.chunks == 0) AUXSTORE_RETURN_IF_ERROR(CheckBlob(l.kind, {}, l.bytes, *spec));
+    if (l.chunks == 0) AUXSTORE_RETURN_IF_ERROR(CheckLayerBlob(l.layer, l.kind, {}, l.bytes, *spec));
     AUXSTORE_RETURN_IF_ERROR(CheckLayerDigest(l, hasher.Digest()));
   }
   bad_layer->reset();

@@ -113,7 +113,7 @@ Status DbStore::PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t token
       return Status::InvalidArgument("layer " + std::to_string(l.layer) + " is too large");
     }
     const ByteSpan head = l.bytes.first(std::min(l.bytes.size(), BlobHeadBytes(l.kind)));
-    Status s = CheckBlob(l.kind, head, l.bytes.size(), *spec);
+    Status s = CheckLayerBlob(l.layer, l.kind, head, l.bytes.size(), *spec);
     if (!s.ok()) return s.WithContext("layer " + std::to_string(l.layer));
   }
 

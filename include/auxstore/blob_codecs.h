@@ -81,6 +81,11 @@ Result<std::vector<uint8_t>> EncodeDsaBlob(uint64_t len, uint32_t index_head_dim
 // the namespace has no geometry for, or an unknown kind.
 Status CheckBlob(Kind kind, ByteSpan head, uint64_t blob_size, const NamespaceSpec& spec);
 
+// CheckBlob, and for an opaque layer the namespace declares (its
+// opaque_layers), that the blob is exactly the declared size.
+Status CheckLayerBlob(uint32_t layer, Kind kind, ByteSpan head, uint64_t blob_size,
+                      const NamespaceSpec& spec);
+
 // Bytes of a blob's head CheckBlob needs to see (its header size).
 size_t BlobHeadBytes(Kind kind);
 

@@ -152,7 +152,7 @@ Result<LoadedImport> LoadImportDir(const std::string& dir, uint64_t max_layer_by
       return Status::Corruption(where + ": " + b);
     }
     AUXSTORE_RETURN_IF_ERROR(
-        CheckBlob(l.kind, blob, blob.size(), out.plan.spec).WithContext(where));
+        CheckLayerBlob(l.layer, l.kind, blob, blob.size(), out.plan.spec).WithContext(where));
     out.blobs.push_back(std::move(blob));
   }
   return out;

@@ -94,6 +94,42 @@ Result<NamespaceSpec> ParseSpec(const json& ns) {
   AUXSTORE_ASSIGN_OR_RETURN(s.qsa.eps, F32(*q, "eps", qw));
   AUXSTORE_ASSIGN_OR_RETURN(s.dsa.index_head_dim, U64(*d, "index_head_dim", dw, UINT32_MAX));
   AUXSTORE_ASSIGN_OR_RETURN(s.dsa.capacity, U64(*d, "capacity", dw, UINT32_MAX));
+  // The identity fields are optional: absent, they take their defaults.
+  if (ns.contains("weight_revision")) {
+    AUXSTORE_ASSIGN_OR_RETURN(s.weight_revision, Str(ns, "weight_revision", "namespace."));
+  }
+  if (ns.contains("tp")) {
+    const json& tp = ns["tp"];
+    if (!tp.is_object()) return Bad("namespace.tp", "is not an object");
+    AUXSTORE_ASSIGN_OR_RETURN(s.tp_rank, U64(tp, "rank", "namespace.tp.", UINT32_MAX));
+    AUXSTORE_ASSIGN_OR_RETURN(s.tp_world_size, U64(tp, "world_size", "namespace.tp.", UINT32_MAX));
+  }
+  if (ns.contains("opaque_layers")) {
+    const json& arr = ns["opaque_layers"];
+    if (!arr.is_array()) return Bad("namespace.opaque_layers", "is not an array");
+    for (size_t i = 0; i < arr.size(); ++i) {
+      const std::string w = "namespace.opaque_layers[" + std::to_string(i) + "].";
+      if (!arr[i].is_object()) return Bad(w, "is not an object");
+      OpaqueLayerSpec o;
+      AUXSTORE_ASSIGN_OR_RETURN(o.layer, U64(arr[i], "layer", w, UINT32_MAX));
+      AUXSTORE_ASSIGN_OR_RETURN(std::string dtype, Str(arr[i], "dtype", w));
+      bool known = false;
+      for (uint32_t t = 1; t <= 8; ++t) {
+        if (DTypeName(static_cast<DType>(t)) == dtype) {
+          o.dtype = static_cast<DType>(t);
+          known = true;
+        }
+      }
+      if (!known) return Bad(w + "dtype", "'" + dtype + "' is not a known dtype");
+      AUXSTORE_ASSIGN_OR_RETURN(const json* shape, Field(arr[i], "shape", w));
+      if (!shape->is_array()) return Bad(w + "shape", "is not an array");
+      for (const json& dim : *shape) {
+        if (!dim.is_number_unsigned()) return Bad(w + "shape", "holds a non-integer");
+        o.shape.push_back(dim.get<uint64_t>());
+      }
+      s.opaque_layers.push_back(std::move(o));
+    }
+  }
   Status v = ValidateNamespaceSpec(s);
   if (!v.ok()) return Bad("namespace", "is not a valid spec: " + v.message());
   return s;
@@ -225,6 +261,19 @@ std::string WriteExportManifest(NamespaceId ns, const NamespaceSpec& spec, const
         {"theta", static_cast<double>(spec.qsa.theta)},
         {"eps", static_cast<double>(spec.qsa.eps)}}},
       {"dsa", {{"index_head_dim", spec.dsa.index_head_dim}, {"capacity", spec.dsa.capacity}}}};
+  // Written only when set, so an export without them reads as before.
+  if (!spec.weight_revision.empty()) j["namespace"]["weight_revision"] = spec.weight_revision;
+  if (spec.tp_world_size != 1 || spec.tp_rank != 0) {
+    j["namespace"]["tp"] = {{"rank", spec.tp_rank}, {"world_size", spec.tp_world_size}};
+  }
+  if (!spec.opaque_layers.empty()) {
+    json arr = json::array();
+    for (const OpaqueLayerSpec& o : spec.opaque_layers) {
+      arr.push_back({{"layer", o.layer}, {"dtype", std::string(DTypeName(o.dtype))},
+                     {"shape", o.shape}});
+    }
+    j["namespace"]["opaque_layers"] = std::move(arr);
+  }
   j["prefix"] = prefix.ToHex();
   j["token_count"] = m.token_count;
   j["created_unix_ms"] = m.created_unix_ms;
