@@ -1,5 +1,6 @@
 // CreateBackend: CUDA when built and a device is present, else the host backend.
 #include <memory>
+#include <string>
 
 #include "auxstore/gpu_backend.h"
 #include "gpu/host_backend.h"
@@ -21,10 +22,13 @@ std::string_view BackendKindName(BackendKind kind) {
   return "unknown";
 }
 
-Result<std::unique_ptr<GpuBackend>> CreateBackend(BackendKind kind) {
+Result<std::unique_ptr<GpuBackend>> CreateBackend(BackendKind kind, int device) {
+  if (device < -1) {
+    return Status::InvalidArgument("device index " + std::to_string(device) + " is negative");
+  }
   if (kind == BackendKind::kHost) return std::unique_ptr<GpuBackend>(new gpu::HostBackend());
 #ifdef AUXSTORE_WITH_CUDA
-  auto cuda = gpu::CreateCudaBackend();
+  auto cuda = gpu::CreateCudaBackend(device);
   if (cuda.ok() || kind == BackendKind::kCuda) return cuda;
 #else
   if (kind == BackendKind::kCuda) {

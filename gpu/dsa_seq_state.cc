@@ -19,9 +19,32 @@ Result<std::unique_ptr<DsaSeqState>> DsaSeqState::Create(GpuBackend& gpu, const 
   return st;
 }
 
+Result<std::unique_ptr<DsaSeqState>> DsaSeqState::Borrow(GpuBackend& gpu, const DsaGeometry& geo,
+                                                         const Buffers& b, uint64_t len) {
+  if (geo.index_head_dim == 0 || geo.capacity == 0) {
+    return Status::InvalidArgument("DSA state: index_head_dim and capacity must be > 0");
+  }
+  const uint64_t row = uint64_t{geo.index_head_dim} * 2;
+  AUXSTORE_RETURN_IF_ERROR(gpu::CheckBorrowed("DSA state", "k_normed", b.k_normed,
+                                              b.k_normed_bytes, geo.capacity, row));
+  AUXSTORE_RETURN_IF_ERROR(
+      gpu::CheckBorrowed("DSA state", "gate", b.gate, b.gate_bytes, geo.capacity, row));
+  AUXSTORE_RETURN_IF_ERROR(
+      gpu::CheckBorrowed("DSA state", "valid", b.valid, b.valid_bytes, geo.capacity, 1));
+  std::unique_ptr<DsaSeqState> st(new DsaSeqState(gpu, geo));
+  st->owned_ = false;
+  st->k_normed_ = b.k_normed;
+  st->gate_ = b.gate;
+  st->valid_ = b.valid;
+  AUXSTORE_RETURN_IF_ERROR(st->SetLen(len));
+  return st;
+}
+
 DsaSeqState::~DsaSeqState() { (void)Release(); }
 
-Status DsaSeqState::Release() { return gpu::FreeEach(*gpu_, {&k_normed_, &gate_, &valid_}); }
+Status DsaSeqState::Release() {
+  return gpu::ReleaseBuffers(*gpu_, owned_, {&k_normed_, &gate_, &valid_});
+}
 
 Status DsaSeqState::SetLen(uint64_t len) {
   if (len > geo_.capacity) {

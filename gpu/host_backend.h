@@ -29,6 +29,7 @@ class HostBackend final : public GpuBackend {
 
   BackendKind kind() const override { return BackendKind::kHost; }
   std::string_view name() const override { return "host"; }
+  int device() const override { return 0; }
 
   Result<DevicePtr> Alloc(size_t bytes) override;
   Status Free(DevicePtr ptr) override;

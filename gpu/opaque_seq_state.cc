@@ -13,9 +13,20 @@ Result<std::unique_ptr<OpaqueSeqState>> OpaqueSeqState::Create(GpuBackend& gpu, 
   return st;
 }
 
+Result<std::unique_ptr<OpaqueSeqState>> OpaqueSeqState::Borrow(GpuBackend& gpu, DevicePtr buffer,
+                                                               uint64_t capacity, uint64_t size) {
+  if (capacity == 0) return Status::InvalidArgument("opaque state: capacity must be > 0");
+  if (buffer == kNullDevicePtr) return Status::InvalidArgument("opaque state: buffer is null");
+  std::unique_ptr<OpaqueSeqState> st(new OpaqueSeqState(gpu, capacity));
+  st->owned_ = false;
+  st->buffer_ = buffer;
+  AUXSTORE_RETURN_IF_ERROR(st->SetSize(size));
+  return st;
+}
+
 OpaqueSeqState::~OpaqueSeqState() { (void)Release(); }
 
-Status OpaqueSeqState::Release() { return gpu::FreeEach(*gpu_, {&buffer_}); }
+Status OpaqueSeqState::Release() { return gpu::ReleaseBuffers(*gpu_, owned_, {&buffer_}); }
 
 Status OpaqueSeqState::SetSize(uint64_t size) {
   if (size > capacity_) return Status::OutOfRange("opaque state: size beyond capacity");

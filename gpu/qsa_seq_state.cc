@@ -7,7 +7,9 @@
 
 namespace auxstore {
 
-Result<std::unique_ptr<QsaSeqState>> QsaSeqState::Create(GpuBackend& gpu, const QsaLayer& layer) {
+namespace {
+
+Status CheckLayer(const QsaLayer& layer) {
   const QsaGeometry& g = layer.geometry;
   if (g.hd == 0 || g.max_tokens == 0 || g.ratio == 0 || g.rot % 2 != 0 || g.rot > g.hd) {
     return Status::InvalidArgument(
@@ -17,6 +19,32 @@ Result<std::unique_ptr<QsaSeqState>> QsaSeqState::Create(GpuBackend& gpu, const 
   if (layer.k_pool_k == kNullDevicePtr || layer.k_norm_w == kNullDevicePtr) {
     return Status::InvalidArgument("QSA state: the layer's k_pool_k and k_norm_w are required");
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<QsaSeqState>> QsaSeqState::Borrow(GpuBackend& gpu, const QsaLayer& layer,
+                                                         const Buffers& b, uint64_t ingested,
+                                                         uint64_t pooled) {
+  AUXSTORE_RETURN_IF_ERROR(CheckLayer(layer));
+  const QsaGeometry& g = layer.geometry;
+  const uint64_t row = uint64_t{g.hd} * 2;
+  AUXSTORE_RETURN_IF_ERROR(gpu::CheckBorrowed("QSA state", "raw_keys", b.raw_keys,
+                                              b.raw_keys_bytes, g.max_tokens, row));
+  AUXSTORE_RETURN_IF_ERROR(gpu::CheckBorrowed("QSA state", "block_keys", b.block_keys,
+                                              b.block_keys_bytes, g.max_tokens / g.ratio, row));
+  std::unique_ptr<QsaSeqState> st(new QsaSeqState(gpu, layer));
+  st->owned_ = false;
+  st->raw_keys_ = b.raw_keys;
+  st->block_keys_ = g.max_tokens / g.ratio > 0 ? b.block_keys : kNullDevicePtr;
+  AUXSTORE_RETURN_IF_ERROR(st->SetCounters(ingested, pooled));
+  return st;
+}
+
+Result<std::unique_ptr<QsaSeqState>> QsaSeqState::Create(GpuBackend& gpu, const QsaLayer& layer) {
+  AUXSTORE_RETURN_IF_ERROR(CheckLayer(layer));
+  const QsaGeometry& g = layer.geometry;
   std::unique_ptr<QsaSeqState> st(new QsaSeqState(gpu, layer));
   AUXSTORE_ASSIGN_OR_RETURN(st->raw_keys_, gpu::AllocRows(gpu, g.max_tokens, uint64_t{g.hd} * 2));
   if (const uint64_t blocks = g.max_tokens / g.ratio; blocks > 0) {
@@ -28,7 +56,9 @@ Result<std::unique_ptr<QsaSeqState>> QsaSeqState::Create(GpuBackend& gpu, const 
 
 QsaSeqState::~QsaSeqState() { (void)Release(); }
 
-Status QsaSeqState::Release() { return gpu::FreeEach(*gpu_, {&raw_keys_, &block_keys_}); }
+Status QsaSeqState::Release() {
+  return gpu::ReleaseBuffers(*gpu_, owned_, {&raw_keys_, &block_keys_});
+}
 
 Status QsaSeqState::SetCounters(uint64_t ingested, uint64_t pooled) {
   const QsaGeometry& g = layer_.geometry;

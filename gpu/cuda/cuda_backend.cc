@@ -38,6 +38,7 @@ class CudaBackend final : public GpuBackend {
 
   BackendKind kind() const override { return BackendKind::kCuda; }
   std::string_view name() const override { return name_; }
+  int device() const override { return device_; }
 
   Result<DevicePtr> Alloc(size_t bytes) override {
     if (bytes == 0) return Status::InvalidArgument("Alloc of 0 bytes");
@@ -195,7 +196,7 @@ class CudaBackend final : public GpuBackend {
 
 }  // namespace
 
-Result<std::unique_ptr<GpuBackend>> CreateCudaBackend() {
+Result<std::unique_ptr<GpuBackend>> CreateCudaBackend(int device) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
@@ -203,11 +204,15 @@ Result<std::unique_ptr<GpuBackend>> CreateCudaBackend() {
     return Status::Unavailable(std::string("no CUDA device: ") + cudaGetErrorString(err));
   }
   if (count == 0) return Status::Unavailable("no CUDA device: the runtime sees 0 devices");
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) device = 0;
+  if (device < 0 && cudaGetDevice(&device) != cudaSuccess) device = 0;
+  if (device >= count) {
+    return Status::InvalidArgument("CUDA device " + std::to_string(device) + " does not exist (" +
+                                   std::to_string(count) + " present)");
+  }
   cudaDeviceProp prop{};
   AUXSTORE_RETURN_IF_ERROR(CudaStatus(cudaGetDeviceProperties(&prop, device), "device props"));
-  return std::unique_ptr<GpuBackend>(new CudaBackend(device, std::string("cuda:") + prop.name));
+  return std::unique_ptr<GpuBackend>(
+      new CudaBackend(device, "cuda:" + std::to_string(device) + ":" + prop.name));
 }
 
 }  // namespace auxstore::gpu

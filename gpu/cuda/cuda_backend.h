@@ -13,6 +13,6 @@ namespace auxstore::gpu {
 
 // Unavailable (with the runtime's reason) when no usable device is present,
 // e.g. no driver.
-Result<std::unique_ptr<GpuBackend>> CreateCudaBackend();
+Result<std::unique_ptr<GpuBackend>> CreateCudaBackend(int device);
 
 }  // namespace auxstore::gpu

@@ -31,7 +31,10 @@ namespace auxstore {
 using DevicePtr = uintptr_t;
 inline constexpr DevicePtr kNullDevicePtr = 0;
 
-// Opaque stream / event handles. Stream 0 is the backend's default stream.
+// Opaque stream / event handles. Stream 0 is the backend's default stream
+// (CUDA's legacy default stream). On the CUDA backend a StreamHandle is the
+// cudaStream_t itself and an EventHandle the cudaEvent_t: an engine passes
+// its own streams as they are, and may wait on auxstore's events.
 using StreamHandle = uint64_t;
 using EventHandle = uint64_t;
 inline constexpr StreamHandle kDefaultStream = 0;
@@ -68,8 +71,10 @@ class GpuBackend {
   GpuBackend& operator=(const GpuBackend&) = delete;
 
   virtual BackendKind kind() const = 0;
-  // "host" or "cuda:<device name>".
+  // "host" or "cuda:<index>:<device name>".
   virtual std::string_view name() const = 0;
+  // The device index the backend is bound to (0 on the host backend).
+  virtual int device() const = 0;
 
   // ---- memory ----------------------------------------------------------------
   virtual Result<DevicePtr> Alloc(size_t bytes) = 0;
@@ -127,7 +132,11 @@ class GpuBackend {
 
 // kAuto: CUDA when it is built and a device is present, else host. kCuda:
 // Unavailable when it is not built or no device is present. Ask name() or
-// kind() which one you got.
-Result<std::unique_ptr<GpuBackend>> CreateBackend(BackendKind kind = BackendKind::kAuto);
+// kind() which one you got. `device`: the CUDA device index the backend is
+// bound to (every call it makes runs on it); -1 = the calling thread's
+// current device. InvalidArgument for an index the runtime does not have.
+// The host backend ignores it.
+Result<std::unique_ptr<GpuBackend>> CreateBackend(BackendKind kind = BackendKind::kAuto,
+                                                  int device = -1);
 
 }  // namespace auxstore

@@ -6,9 +6,16 @@
 // enqueued; `pooled` stays 0 unless the re-pool was issued. A failed restore
 // leaves the counters unchanged.
 //
-// Lifetime: a state frees its device buffers in Release() (idempotent; a
-// failure on one buffer still frees the others; the first error is returned)
-// or, ignoring errors, in its destructor. The backend must outlive it.
+// Ownership: Create allocates a state's buffers on the backend and the state
+// frees them. Borrow wraps buffers the engine allocated and owns (its own
+// cudaMalloc'd memory on CUDA; memory from GpuBackend::Alloc on the host
+// backend): auxstore restores into them and snapshots from them, checks
+// every copy against the sizes the engine declared, and never frees them.
+//
+// Lifetime: a state frees the device buffers it owns in Release()
+// (idempotent; a failure on one buffer still frees the others; the first
+// error is returned) or, ignoring errors, in its destructor; a borrowed
+// state only forgets its buffers. The backend must outlive it.
 //
 // Thread safety: none; one owner (the engine's sequence, or a restore
 // pipeline until its completion) uses a state at a time.
@@ -83,11 +90,14 @@ class SeqState {
   virtual Status Release() = 0;
 
   GpuBackend& backend() const { return *gpu_; }
+  // False for a state made by Borrow (the engine owns its buffers).
+  bool owned() const { return owned_; }
 
  protected:
   explicit SeqState(GpuBackend& gpu) : gpu_(&gpu) {}
 
   GpuBackend* gpu_;
+  bool owned_ = true;
 };
 
 // The layer-owned QSA weights (hd bf16 each), owned by the caller.
@@ -102,6 +112,19 @@ struct QsaLayer {
 class QsaSeqState final : public SeqState {
  public:
   static Result<std::unique_ptr<QsaSeqState>> Create(GpuBackend& gpu, const QsaLayer& layer);
+
+  // Engine-owned buffers of one layer of one sequence.
+  struct Buffers {
+    DevicePtr raw_keys = kNullDevicePtr;  // >= max_tokens * hd * 2 bytes
+    uint64_t raw_keys_bytes = 0;
+    DevicePtr block_keys = kNullDevicePtr;  // >= max_tokens / ratio * hd * 2 bytes
+    uint64_t block_keys_bytes = 0;
+  };
+  // `ingested` / `pooled`: the engine's current counters (checked as
+  // SetCounters does); a restore needs both 0.
+  static Result<std::unique_ptr<QsaSeqState>> Borrow(GpuBackend& gpu, const QsaLayer& layer,
+                                                     const Buffers& buffers, uint64_t ingested = 0,
+                                                     uint64_t pooled = 0);
   ~QsaSeqState() override;
 
   Kind kind() const override { return Kind::kQsa; }
@@ -138,6 +161,19 @@ class QsaSeqState final : public SeqState {
 class DsaSeqState final : public SeqState {
  public:
   static Result<std::unique_ptr<DsaSeqState>> Create(GpuBackend& gpu, const DsaGeometry& geo);
+
+  // Engine-owned buffers of one layer of one sequence: `capacity` rows.
+  struct Buffers {
+    DevicePtr k_normed = kNullDevicePtr;  // >= capacity * index_head_dim * 2 bytes
+    uint64_t k_normed_bytes = 0;
+    DevicePtr gate = kNullDevicePtr;  // >= capacity * index_head_dim * 2 bytes
+    uint64_t gate_bytes = 0;
+    DevicePtr valid = kNullDevicePtr;  // >= capacity bytes
+    uint64_t valid_bytes = 0;
+  };
+  // geo.capacity: the rows the engine's buffers hold; `len` its cursor.
+  static Result<std::unique_ptr<DsaSeqState>> Borrow(GpuBackend& gpu, const DsaGeometry& geo,
+                                                     const Buffers& buffers, uint64_t len = 0);
   ~DsaSeqState() override;
 
   Kind kind() const override { return Kind::kDsa; }
@@ -171,6 +207,9 @@ class DsaSeqState final : public SeqState {
 class OpaqueSeqState final : public SeqState {
  public:
   static Result<std::unique_ptr<OpaqueSeqState>> Create(GpuBackend& gpu, uint64_t capacity);
+  // An engine-owned buffer of `capacity` bytes holding `size` of state.
+  static Result<std::unique_ptr<OpaqueSeqState>> Borrow(GpuBackend& gpu, DevicePtr buffer,
+                                                        uint64_t capacity, uint64_t size = 0);
   ~OpaqueSeqState() override;
 
   Kind kind() const override { return Kind::kOpaque; }

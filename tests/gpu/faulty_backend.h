@@ -24,6 +24,7 @@ class FaultyBackend final : public GpuBackend {
 
   BackendKind kind() const override { return in_.kind(); }
   std::string_view name() const override { return "faulty"; }
+  int device() const override { return in_.device(); }
   Result<DevicePtr> Alloc(size_t b) override { return in_.Alloc(b); }
   Status Free(DevicePtr p) override {
     ++free_calls;

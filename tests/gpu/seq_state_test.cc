@@ -278,5 +278,88 @@ TEST_F(SeqStateTest, OpaqueRoundTripAndCapacity) {
   EXPECT_TRUE((*small)->fresh());
 }
 
+// ---- engine-owned (borrowed) buffers -------------------------------------
+
+struct EngineQsaBuffers {
+  gpu::HostBackend& gpu;
+  QsaSeqState::Buffers b;
+  explicit EngineQsaBuffers(gpu::HostBackend& g) : gpu(g) {
+    b.raw_keys_bytes = uint64_t{kQsa.max_tokens} * kQsa.hd * 2;
+    b.block_keys_bytes = uint64_t{kQsa.max_tokens / kQsa.ratio} * kQsa.hd * 2;
+    b.raw_keys = *gpu.Alloc(b.raw_keys_bytes);
+    b.block_keys = *gpu.Alloc(b.block_keys_bytes);
+  }
+  ~EngineQsaBuffers() {
+    // Still the engine's to free: a borrowed state never freed them.
+    EXPECT_TRUE(gpu.Free(b.raw_keys).ok());
+    EXPECT_TRUE(gpu.Free(b.block_keys).ok());
+  }
+};
+
+TEST_F(SeqStateTest, BorrowedQsaBuffersRestoreSnapshotAndAreNeverFreed) {
+  auto src = FilledQsa(203, 25);
+  auto blob = src->Snapshot(0);
+  ASSERT_TRUE(blob.ok());
+  EngineQsaBuffers engine(host_);
+  {
+    auto dst = QsaSeqState::Borrow(host_, layer_, engine.b);
+    ASSERT_TRUE(dst.ok()) << dst.status().ToString();
+    EXPECT_FALSE((*dst)->owned());
+    EXPECT_EQ((*dst)->raw_keys(), engine.b.raw_keys);
+    ASSERT_TRUE((*dst)->Restore(*blob, 0).ok());
+    EXPECT_EQ((*dst)->ingested(), 203u);
+    EXPECT_EQ((*dst)->pooled(), 25u);
+    ASSERT_TRUE(host_.Synchronize(0).ok());
+    EXPECT_EQ(testing::Download16(host_, engine.b.raw_keys, 203 * kQsa.hd), raw_);
+    EXPECT_EQ(*(*dst)->Snapshot(0), *blob);
+    ASSERT_TRUE((*dst)->Release().ok());
+  }
+  // The engine's counters come along: a snapshot of a borrowed state with
+  // the engine's own counters is what its ingest wrote.
+  auto again = QsaSeqState::Borrow(host_, layer_, engine.b, 203, 25);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*(*again)->Snapshot(0), *blob);
+  EXPECT_FALSE((*again)->fresh());
+}
+
+TEST_F(SeqStateTest, BorrowRefusesSmallOrNullBuffersAndImpossibleCounters) {
+  EngineQsaBuffers engine(host_);
+  QsaSeqState::Buffers small = engine.b;
+  small.raw_keys_bytes -= 1;
+  Status st = QsaSeqState::Borrow(host_, layer_, small).status();
+  EXPECT_TRUE(st.IsInvalidArgument());
+  EXPECT_NE(st.message().find("raw_keys holds"), std::string::npos) << st.message();
+  QsaSeqState::Buffers null_blocks = engine.b;
+  null_blocks.block_keys = kNullDevicePtr;
+  st = QsaSeqState::Borrow(host_, layer_, null_blocks).status();
+  EXPECT_NE(st.message().find("block_keys is null"), std::string::npos) << st.message();
+  EXPECT_EQ(QsaSeqState::Borrow(host_, layer_, engine.b, 10, 2).status().code(),
+            StatusCode::kOutOfRange);  // 2 blocks of 8 need 16 raw keys
+
+  DsaSeqState::Buffers d;
+  d.k_normed_bytes = d.gate_bytes = uint64_t{kDsa.capacity} * kDsa.index_head_dim * 2;
+  d.valid_bytes = kDsa.capacity - 1;
+  d.k_normed = *host_.Alloc(d.k_normed_bytes);
+  d.gate = *host_.Alloc(d.gate_bytes);
+  d.valid = *host_.Alloc(kDsa.capacity);
+  st = DsaSeqState::Borrow(host_, kDsa, d).status();
+  EXPECT_NE(st.message().find("valid holds"), std::string::npos) << st.message();
+  d.valid_bytes = kDsa.capacity;
+  EXPECT_EQ(DsaSeqState::Borrow(host_, kDsa, d, kDsa.capacity + 1).status().code(),
+            StatusCode::kOutOfRange);
+  {
+    auto ok = DsaSeqState::Borrow(host_, kDsa, d, 7);
+    ASSERT_TRUE(ok.ok());
+    EXPECT_EQ((*ok)->len(), 7u);
+  }
+  for (DevicePtr p : {d.k_normed, d.gate, d.valid}) EXPECT_TRUE(host_.Free(p).ok());
+
+  EXPECT_TRUE(OpaqueSeqState::Borrow(host_, kNullDevicePtr, 10).status().IsInvalidArgument());
+  DevicePtr o = *host_.Alloc(64);
+  EXPECT_EQ(OpaqueSeqState::Borrow(host_, o, 64, 65).status().code(), StatusCode::kOutOfRange);
+  { EXPECT_TRUE(OpaqueSeqState::Borrow(host_, o, 64, 64).ok()); }
+  EXPECT_TRUE(host_.Free(o).ok());
+}
+
 }  // namespace
 }  // namespace auxstore
