@@ -59,10 +59,19 @@ class DbStore final : public Store {
                                const Status& why) override;
   Result<std::optional<size_t>> LongestPrefix(NamespaceId ns,
                                               std::span<const Prefix> candidates) override;
+  Result<std::optional<PrefixMatch>> FindLongestPrefix(NamespaceId ns,
+                                                       std::span<const Prefix> candidates,
+                                                       const LookupOptions& options) override;
   Result<std::optional<TokenMatch>> LongestPrefixForTokens(NamespaceId ns,
                                                            std::span<const uint32_t> tokens,
-                                                           uint32_t block_size,
-                                                           uint64_t salt) override;
+                                                           uint32_t block_size, uint64_t salt,
+                                                           const LookupOptions& options) override;
+  Result<LeaseId> AcquireLease(NamespaceId ns, const Prefix& prefix, uint64_t lease_ms) override;
+  Status ReleaseLease(LeaseId lease) override;
+  Result<std::vector<std::optional<Manifest>>> GetManifests(
+      NamespaceId ns, std::span<const Prefix> prefixes) override;
+  Result<uint64_t> ReadLayerInto(NamespaceId ns, const Prefix& prefix, uint32_t layer,
+                                 std::span<uint8_t> dst) override;
   Status Erase(NamespaceId ns, const Prefix& prefix) override;
   Status List(std::optional<NamespaceId> ns,
               const std::function<bool(const SnapshotInfo&)>& visit) override;
@@ -123,6 +132,8 @@ class DbStore final : public Store {
 
   // ---- reads (db_store_read.cc)
   Result<Manifest> LoadManifest(NamespaceId ns, const Prefix& prefix);
+  Result<std::vector<std::optional<Manifest>>> MultiGetManifests(NamespaceId ns,
+                                                                 std::span<const Prefix> prefixes);
   Result<NamespaceSpec> NamespaceSpecFor(NamespaceId ns);
   // One record read without copying its value: an iterator positioned on
   // it, the value left in RocksDB's block buffer for as long as the iterator

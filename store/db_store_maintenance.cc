@@ -81,15 +81,15 @@ Status DbStore::MaintenancePass(uint64_t ttl_seconds, uint64_t capacity_bytes) {
   if (!index_.ready()) return Status::Ok();  // budgets apply once sizes are known
   if (ttl_seconds) {
     const int64_t cutoff = NowUnixMs() - static_cast<int64_t>(ttl_seconds) * 1000;
-    for (const std::string& key : index_.ExpiredBefore(cutoff)) {
+    for (const std::string& key : index_.ExpiredBefore(cutoff, NowUnixMs())) {
       Status s = EraseSnapshot(key, EraseReason::kExpiry);
-      if (!s.ok() && !s.IsNotFound()) return s;
+      if (!s.ok() && !s.IsNotFound() && s.code() != StatusCode::kBusy) return s;
     }
   }
   if (capacity_bytes) {
-    for (const std::string& key : index_.EvictionVictims(capacity_bytes)) {
+    for (const std::string& key : index_.EvictionVictims(capacity_bytes, NowUnixMs())) {
       Status s = EraseSnapshot(key, EraseReason::kEviction);
-      if (!s.ok() && !s.IsNotFound()) return s;
+      if (!s.ok() && !s.IsNotFound() && s.code() != StatusCode::kBusy) return s;
     }
   }
   return Status::Ok();

@@ -269,59 +269,151 @@ Status DbStore::ReadChunkInto(NamespaceId ns, const Prefix& prefix, const Manife
   return st;
 }
 
-Result<std::optional<size_t>> DbStore::LongestPrefix(NamespaceId ns,
-                                                     std::span<const Prefix> candidates) {
-  if (candidates.empty()) return std::optional<size_t>();
+// One MultiGet over the manifests of `prefixes`; a damaged manifest is
+// quarantined and reads as absent.
+Result<std::vector<std::optional<Manifest>>> DbStore::MultiGetManifests(
+    NamespaceId ns, std::span<const Prefix> prefixes) {
   std::vector<std::string> keys;
-  keys.reserve(candidates.size());
-  for (const Prefix& p : candidates) keys.push_back(SnapshotKey(ns, p));
+  keys.reserve(prefixes.size());
+  for (const Prefix& p : prefixes) keys.push_back(SnapshotKey(ns, p));
   std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
   std::vector<rocksdb::PinnableSlice> values(keys.size());
   std::vector<rocksdb::Status> statuses(keys.size());
   // Block checksums stay on: with them off RocksDB parses a damaged block's
   // keys unverified and 7.8.3's live asserts abort the process (issue 12
-  // finding 5); the manifest found is verified again by its own envelope.
+  // finding 5); each manifest found is verified again by its own envelope.
   rocksdb::ReadOptions lookup;
   db_->MultiGet(lookup, cf_[kManifests], keys.size(), slices.data(), values.data(),
                 statuses.data());
-  for (size_t i = keys.size(); i-- > 0;) {
+  std::vector<std::optional<Manifest>> out(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
     if (statuses[i].IsNotFound()) continue;
     if (!statuses[i].ok()) return FromRocks(statuses[i], "look up prefixes");
     auto m = DecodeManifestRecord(keys[i], Bytes(values[i]));
     if (!m.ok()) {  // a damaged manifest is a miss from now on
       const std::string seen = values[i].ToString();
       (void)QuarantineIf(
-          ns, candidates[i], [&](const std::string& now) { return now == seen; }, m.error());
+          ns, prefixes[i], [&](const std::string& now) { return now == seen; }, m.error());
       continue;
+    }
+    out[i] = std::move(*m);
+  }
+  return out;
+}
+
+Result<std::vector<std::optional<Manifest>>> DbStore::GetManifests(
+    NamespaceId ns, std::span<const Prefix> prefixes) {
+  return MultiGetManifests(ns, prefixes);
+}
+
+Result<std::optional<size_t>> DbStore::LongestPrefix(NamespaceId ns,
+                                                     std::span<const Prefix> candidates) {
+  AUXSTORE_ASSIGN_OR_RETURN(auto match, FindLongestPrefix(ns, candidates, {}));
+  if (!match) return std::optional<size_t>();
+  return std::optional<size_t>(match->index);
+}
+
+Result<std::optional<Store::PrefixMatch>> DbStore::FindLongestPrefix(
+    NamespaceId ns, std::span<const Prefix> candidates, const LookupOptions& options) {
+  while (!candidates.empty()) {
+    AUXSTORE_ASSIGN_OR_RETURN(auto manifests, MultiGetManifests(ns, candidates));
+    size_t i = manifests.size();
+    while (i > 0 && !manifests[i - 1]) --i;
+    if (i == 0) break;
+    --i;
+    PrefixMatch match{i, 0};
+    if (options.lease) {
+      auto lease = AcquireLease(ns, candidates[i], options.lease_ms);
+      if (lease.status().IsNotFound()) {  // erased or evicted since the MultiGet
+        candidates = candidates.first(i);
+        continue;
+      }
+      if (!lease.ok()) return lease.status();
+      match.lease = *lease;
     }
     ++hits_;
     Touch(ns, candidates[i]);
-    return std::optional<size_t>(i);
+    return std::optional<PrefixMatch>(match);
   }
   ++misses_;
-  return std::optional<size_t>();
+  return std::optional<PrefixMatch>();
 }
 
 Result<std::optional<Store::TokenMatch>> DbStore::LongestPrefixForTokens(
-    NamespaceId ns, std::span<const uint32_t> tokens, uint32_t block_size, uint64_t salt) {
+    NamespaceId ns, std::span<const uint32_t> tokens, uint32_t block_size, uint64_t salt,
+    const LookupOptions& options) {
   if (block_size == 0) return Status::InvalidArgument("block_size is 0");
   std::vector<Prefix> candidates = PrefixHashes(tokens, block_size, salt);
   // Longest first; a candidate whose stored token digest disagrees is a hash
   // collision with another sequence, not a hit.
   while (!candidates.empty()) {
-    AUXSTORE_ASSIGN_OR_RETURN(std::optional<size_t> found, LongestPrefix(ns, candidates));
+    AUXSTORE_ASSIGN_OR_RETURN(std::optional<PrefixMatch> found,
+                              FindLongestPrefix(ns, candidates, options));
     if (!found) return std::optional<TokenMatch>();
-    const size_t i = *found;
+    const size_t i = found->index;
     const uint64_t covered = uint64_t{block_size} * (i + 1);
-    AUXSTORE_ASSIGN_OR_RETURN(Manifest m, LoadManifest(ns, candidates[i]));
-    if (!m.token_digest || *m.token_digest == DigestTokens(tokens.first(covered), salt)) {
-      return std::optional<TokenMatch>(TokenMatch{candidates[i], covered});
+    auto m = LoadManifest(ns, candidates[i]);
+    if (m.ok() &&
+        (!m->token_digest || *m->token_digest == DigestTokens(tokens.first(covered), salt))) {
+      return std::optional<TokenMatch>(TokenMatch{candidates[i], covered, found->lease});
     }
+    if (found->lease) (void)ReleaseLease(found->lease);
+    if (!m.ok() && !m.error().IsNotFound()) return m.error();
     --hits_;
     ++misses_;
     candidates.resize(i);
   }
   return std::optional<TokenMatch>();
+}
+
+Result<LeaseId> DbStore::AcquireLease(NamespaceId ns, const Prefix& prefix, uint64_t lease_ms) {
+  if (lease_ms == 0) return Status::InvalidArgument("a lease of 0 ms");
+  const std::string skey = SnapshotKey(ns, prefix);
+  // Under the key's lock, so eviction (which takes it too and re-checks
+  // leases) cannot remove the snapshot between the check and the lease.
+  KeyLock key_lock(this, skey);
+  std::string manifest;
+  rocksdb::Status g = db_->Get(rocksdb::ReadOptions(), cf_[kManifests], skey, &manifest);
+  if (g.IsNotFound()) return Status::NotFound("no snapshot for " + Where(ns, prefix) + " to lease");
+  if (!g.ok()) return FromRocks(g, "look up " + Where(ns, prefix));
+  const int64_t now = NowUnixMs();
+  return index_.AddLease(skey, now, now + static_cast<int64_t>(std::min<uint64_t>(lease_ms, INT32_MAX)));
+}
+
+Status DbStore::ReleaseLease(LeaseId lease) {
+  if (!index_.RemoveLease(lease)) {
+    return Status::NotFound("lease " + std::to_string(lease) + " is unknown or has expired");
+  }
+  return Status::Ok();
+}
+
+Result<uint64_t> DbStore::ReadLayerInto(NamespaceId ns, const Prefix& prefix, uint32_t layer,
+                                        std::span<uint8_t> dst) {
+  AUXSTORE_ASSIGN_OR_RETURN(Manifest m, LoadManifest(ns, prefix));
+  const LayerEntry* entry = m.FindLayer(layer);
+  if (!entry) {
+    return Status::NotFound("snapshot of " + Where(ns, prefix) + " has no layer " +
+                            std::to_string(layer));
+  }
+  if (dst.size() < entry->bytes) {
+    return Status::OutOfRange("layer " + std::to_string(layer) + " of " + Where(ns, prefix) +
+                              " is " + std::to_string(entry->bytes) +
+                              " bytes; the destination holds " + std::to_string(dst.size()));
+  }
+  Touch(ns, prefix);
+  BlobHasher hasher;
+  uint64_t off = 0;
+  for (uint32_t c = 0; c < entry->chunks; ++c) {
+    const uint64_t n = ChunkSize(entry->bytes, m.chunk_bytes, c);
+    AUXSTORE_RETURN_IF_ERROR(ReadChunkInto(ns, prefix, m, layer, c, dst.subspan(off, n), &hasher));
+    off += n;
+  }
+  Status digest = CheckLayerDigest(*entry, hasher.Digest());
+  if (!digest.ok()) {
+    return QuarantineIf(ns, prefix, SameManifest(SnapshotKey(ns, prefix), m),
+                        digest.WithContext(Where(ns, prefix)));
+  }
+  return entry->bytes;
 }
 
 Status DbStore::List(std::optional<NamespaceId> ns,

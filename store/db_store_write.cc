@@ -339,6 +339,9 @@ Status DbStore::EraseSnapshot(const std::string& skey, EraseReason reason, bool*
                             NamespaceHex(ns));
   }
   if (!g.ok()) return FromRocks(g, "look up prefix " + prefix.ToHex());
+  if (reason != EraseReason::kUser && index_.Leased(skey, NowUnixMs())) {
+    return Status::Busy("snapshot of prefix " + prefix.ToHex() + " is leased");
+  }
   // The manifest goes first, durably: from then on the records are orphans
   // that no reader can reach, whatever happens next.
   rocksdb::WriteBatch batch;

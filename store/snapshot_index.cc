@@ -56,7 +56,7 @@ uint64_t SnapshotIndex::bytes() const {
   return bytes_;
 }
 
-std::vector<std::string> SnapshotIndex::EvictionVictims(uint64_t budget) const {
+std::vector<std::string> SnapshotIndex::EvictionVictims(uint64_t budget, int64_t now_ms) const {
   std::lock_guard lock(mu_);
   std::vector<std::string> out;
   if (bytes_ <= budget) return out;
@@ -69,18 +69,81 @@ std::vector<std::string> SnapshotIndex::EvictionVictims(uint64_t budget) const {
   uint64_t remaining = bytes_;
   for (const auto& [access, key] : order) {
     if (remaining <= budget) break;
+    if (LeasedLocked(*key, now_ms)) continue;
     out.push_back(*key);
     remaining -= entries_.at(*key).bytes;
   }
   return out;
 }
 
-std::vector<std::string> SnapshotIndex::ExpiredBefore(int64_t cutoff_ms) const {
+std::vector<std::string> SnapshotIndex::ExpiredBefore(int64_t cutoff_ms, int64_t now_ms) const {
   std::lock_guard lock(mu_);
   std::vector<std::string> out;
   for (const auto& [key, e] : entries_)
-    if (e.created_ms <= cutoff_ms) out.push_back(key);
+    if (e.created_ms <= cutoff_ms && !LeasedLocked(key, now_ms)) out.push_back(key);
   return out;
+}
+
+uint64_t SnapshotIndex::AddLease(const std::string& key, int64_t now_ms, int64_t expires_ms) {
+  std::lock_guard lock(mu_);
+  DropExpiredLocked(now_ms);  // expired leases go here: memory stays bounded
+  const uint64_t id = next_lease_++;
+  leases_[id] = {key, expires_ms};
+  leases_by_key_.emplace(key, id);
+  return id;
+}
+
+bool SnapshotIndex::RemoveLease(uint64_t id) {
+  std::lock_guard lock(mu_);
+  auto it = leases_.find(id);
+  if (it == leases_.end()) return false;
+  auto [b, e] = leases_by_key_.equal_range(it->second.key);
+  for (auto k = b; k != e; ++k) {
+    if (k->second == id) {
+      leases_by_key_.erase(k);
+      break;
+    }
+  }
+  leases_.erase(it);
+  return true;
+}
+
+bool SnapshotIndex::Leased(const std::string& key, int64_t now_ms) const {
+  std::lock_guard lock(mu_);
+  return LeasedLocked(key, now_ms);
+}
+
+size_t SnapshotIndex::leases(int64_t now_ms) const {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (const auto& [id, l] : leases_) n += l.expires_ms > now_ms;
+  return n;
+}
+
+bool SnapshotIndex::LeasedLocked(const std::string& key, int64_t now_ms) const {
+  auto [b, e] = leases_by_key_.equal_range(key);
+  for (auto k = b; k != e; ++k) {
+    auto l = leases_.find(k->second);
+    if (l != leases_.end() && l->second.expires_ms > now_ms) return true;
+  }
+  return false;
+}
+
+void SnapshotIndex::DropExpiredLocked(int64_t now_ms) {
+  for (auto it = leases_.begin(); it != leases_.end();) {
+    if (it->second.expires_ms > now_ms) {
+      ++it;
+      continue;
+    }
+    auto [b, e] = leases_by_key_.equal_range(it->second.key);
+    for (auto k = b; k != e; ++k) {
+      if (k->second == it->first) {
+        leases_by_key_.erase(k);
+        break;
+      }
+    }
+    it = leases_.erase(it);
+  }
 }
 
 std::vector<std::pair<std::string, int64_t>> SnapshotIndex::TakeDirtyRecency() {

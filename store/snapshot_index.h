@@ -37,10 +37,18 @@ class SnapshotIndex {
   uint64_t snapshots() const;
   uint64_t bytes() const;
 
-  // Keys to evict, least recently used first, until bytes <= budget.
-  std::vector<std::string> EvictionVictims(uint64_t budget) const;
-  // Keys created at or before `cutoff_ms`.
-  std::vector<std::string> ExpiredBefore(int64_t cutoff_ms) const;
+  // Keys to evict, least recently used first, until bytes <= budget. Keys
+  // with a live lease at `now_ms` are skipped.
+  std::vector<std::string> EvictionVictims(uint64_t budget, int64_t now_ms) const;
+  // Keys created at or before `cutoff_ms`, but for leased ones.
+  std::vector<std::string> ExpiredBefore(int64_t cutoff_ms, int64_t now_ms) const;
+
+  // Leases (in memory, this handle only): a leased key is skipped by
+  // eviction and expiry until the lease is released or `expires_ms` passes.
+  uint64_t AddLease(const std::string& key, int64_t now_ms, int64_t expires_ms);
+  bool RemoveLease(uint64_t id);  // false when unknown or already expired
+  bool Leased(const std::string& key, int64_t now_ms) const;
+  size_t leases(int64_t now_ms) const;  // live ones
   // Recency changes since the last call: (key, last_access_ms).
   std::vector<std::pair<std::string, int64_t>> TakeDirtyRecency();
 
@@ -52,6 +60,15 @@ class SnapshotIndex {
   std::unordered_set<std::string> changed_during_load_;
   uint64_t bytes_ = 0;
   bool ready_ = false;
+  struct Lease {
+    std::string key;
+    int64_t expires_ms = 0;
+  };
+  std::unordered_map<uint64_t, Lease> leases_;
+  std::unordered_multimap<std::string, uint64_t> leases_by_key_;
+  uint64_t next_lease_ = 1;
+  bool LeasedLocked(const std::string& key, int64_t now_ms) const;
+  void DropExpiredLocked(int64_t now_ms);
 };
 
 }  // namespace auxstore::store_internal

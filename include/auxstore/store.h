@@ -96,6 +96,19 @@ struct StoreStats {
   bool fenced = false;                // a write failed; reopen to write again
 };
 
+// A lease pins a snapshot against eviction, TTL expiry and compaction
+// between a lookup and the restore that uses it. Leases live in the handle
+// that made them (they are not persisted) and expire on their own, so a lease
+// never released does not hold capacity forever. An explicit Erase still
+// removes a leased snapshot (an operator's removal always wins). 0: none.
+using LeaseId = uint64_t;
+inline constexpr uint64_t kDefaultLeaseMs = 30'000;
+
+struct LookupOptions {
+  bool lease = false;  // lease the snapshot found
+  uint64_t lease_ms = kDefaultLeaseMs;
+};
+
 // A snapshot as listed: its key and manifest.
 struct SnapshotInfo {
   NamespaceId ns = 0;
@@ -168,16 +181,46 @@ class Store {
   virtual Result<std::optional<size_t>> LongestPrefix(NamespaceId ns,
                                                       std::span<const Prefix> candidates) = 0;
 
+  // LongestPrefix that can also lease what it found (one step: nothing can
+  // evict it in between).
+  struct PrefixMatch {
+    size_t index = 0;   // into the candidates
+    LeaseId lease = 0;  // when options.lease
+  };
+  virtual Result<std::optional<PrefixMatch>> FindLongestPrefix(NamespaceId ns,
+                                                               std::span<const Prefix> candidates,
+                                                               const LookupOptions& options) = 0;
+
   struct TokenMatch {
     Prefix prefix;
     uint64_t tokens = 0;  // tokens covered by the matched prefix
+    LeaseId lease = 0;    // when options.lease
   };
   // LongestPrefix over every block boundary of `tokens` (PrefixHashes), with
   // the manifest's token digest checked when it has one.
-  virtual Result<std::optional<TokenMatch>> LongestPrefixForTokens(NamespaceId ns,
-                                                                   std::span<const uint32_t> tokens,
-                                                                   uint32_t block_size,
-                                                                   uint64_t salt) = 0;
+  virtual Result<std::optional<TokenMatch>> LongestPrefixForTokens(
+      NamespaceId ns, std::span<const uint32_t> tokens, uint32_t block_size, uint64_t salt,
+      const LookupOptions& options = {}) = 0;
+
+  // Leases the snapshot of (ns, prefix) for `lease_ms` (NotFound if none).
+  virtual Result<LeaseId> AcquireLease(NamespaceId ns, const Prefix& prefix,
+                                       uint64_t lease_ms = kDefaultLeaseMs) = 0;
+  // Ends a lease early. NotFound when it is unknown or has expired.
+  virtual Status ReleaseLease(LeaseId lease) = 0;
+
+  // Manifests of many prefixes in one MultiGet: the manifest of each one
+  // stored, nullopt for each one not. Nothing is touched (no hit, no LRU).
+  virtual Result<std::vector<std::optional<Manifest>>> GetManifests(
+      NamespaceId ns, std::span<const Prefix> prefixes) = 0;
+
+  // Reads one whole layer into `dst` (at least the layer's size), every
+  // chunk checksum and the whole-blob hash verified, with no intermediate
+  // buffer: each chunk is copied once, from RocksDB's block into `dst`,
+  // during its verification. Returns the layer's size. OutOfRange (nothing
+  // written) when `dst` is too small. On Corruption the snapshot is
+  // quarantined and `dst` holds partial bytes that must not be used.
+  virtual Result<uint64_t> ReadLayerInto(NamespaceId ns, const Prefix& prefix, uint32_t layer,
+                                         std::span<uint8_t> dst) = 0;
 
   // Removes a snapshot: manifest first (durably, as a commit the watermark
   // vouches for), then its records. A prefix not stored: OK, nothing changes.

@@ -87,10 +87,27 @@ class ForwardingStore final : public Store {
   Result<std::optional<size_t>> LongestPrefix(NamespaceId ns, std::span<const Prefix> c) override {
     return in_.LongestPrefix(ns, c);
   }
+  Result<std::optional<PrefixMatch>> FindLongestPrefix(NamespaceId ns, std::span<const Prefix> c,
+                                                       const LookupOptions& o) override {
+    return in_.FindLongestPrefix(ns, c, o);
+  }
   Result<std::optional<TokenMatch>> LongestPrefixForTokens(NamespaceId ns,
                                                            std::span<const uint32_t> t, uint32_t bs,
-                                                           uint64_t salt) override {
-    return in_.LongestPrefixForTokens(ns, t, bs, salt);
+                                                           uint64_t salt,
+                                                           const LookupOptions& o) override {
+    return in_.LongestPrefixForTokens(ns, t, bs, salt, o);
+  }
+  Result<LeaseId> AcquireLease(NamespaceId ns, const Prefix& p, uint64_t ms) override {
+    return in_.AcquireLease(ns, p, ms);
+  }
+  Status ReleaseLease(LeaseId l) override { return in_.ReleaseLease(l); }
+  Result<std::vector<std::optional<Manifest>>> GetManifests(NamespaceId ns,
+                                                            std::span<const Prefix> p) override {
+    return in_.GetManifests(ns, p);
+  }
+  Result<uint64_t> ReadLayerInto(NamespaceId ns, const Prefix& p, uint32_t layer,
+                                 std::span<uint8_t> dst) override {
+    return in_.ReadLayerInto(ns, p, layer, dst);
   }
   Status Erase(NamespaceId ns, const Prefix& p) override { return in_.Erase(ns, p); }
   Status List(std::optional<NamespaceId> ns,
