@@ -1,5 +1,5 @@
 // One restore: Asio handlers over the staging pool, none of which blocks on
-// a free buffer.
+// a free buffer, and the RestoreHandle the engine watches it through.
 //
 //  1. Prepare: manifest, and every target checked (kind, freshness, staging
 //     size) without reading a chunk.
@@ -13,16 +13,20 @@
 //     staging: envelope check, whole-blob hash and copy in one pass over the
 //     bytes (a layer's hash needs its chunks in order). Each chunk is
 //     uploaded as soon as it is staged; the last one only after the layer's
-//     whole-blob hash matched. A lane holds one buffer at a time and waits
-//     for the next holding none, so concurrent restores cannot deadlock; a
-//     buffer returns once its copy has completed.
-//  4. Commit: once every lane is done, QSA re-pools enqueued, every counter
-//     set at once, completion after the stream passed the work.
-// A failure at any step moves no counter; the completion of a failed restore
-// waits for every lane to stop and for the stream to pass whatever was
-// already uploaded.
+//     whole-blob hash matched. Then the layer's re-pool (QSA) is enqueued,
+//     its event recorded, and a host callback marks it done. A lane holds
+//     one buffer at a time and waits for the next holding none, so
+//     concurrent restores cannot deadlock; a buffer returns once its copy
+//     has completed.
+//  4. Commit: once every lane is done, every counter set at once, completion
+//     after the stream passed the work.
+// A failure (or a cancel) at any step moves no counter; the completion of a
+// failed restore waits for every lane to stop and for the stream to pass
+// whatever was already uploaded.
 #include <atomic>
 #include <boost/asio/post.hpp>
+#include <chrono>
+#include <condition_variable>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,31 +34,155 @@
 #include "auxstore/blob_hash.h"
 #include "pipeline/pipeline_core.h"
 
-namespace auxstore::gpu {
+namespace auxstore::pipeline {
 
 namespace {
 
 namespace asio = boost::asio;
-using Buffer = StagingPool::Buffer;
+using Lease = gpu::StagingPool::Lease;
 
 std::string LayerWhere(uint32_t layer) { return "restore layer " + std::to_string(layer); }
+
+// What the engine holds: completion, per-layer progress and events.
+class RestoreState final : public RestoreHandle {
+ public:
+  RestoreState(GpuBackend& gpu, const RestoreTargets& targets) : gpu_(gpu) {
+    for (const auto& [index, target] : targets) layers_.push_back({index});
+  }
+  ~RestoreState() override {
+    for (const LayerProgress& l : layers_) {
+      if (l.event) (void)gpu_.DestroyEvent(l.event);
+    }
+  }
+
+  // Creates one event per layer; an error completes nothing (the caller does).
+  Status CreateEvents() {
+    for (LayerProgress& l : layers_) {
+      AUXSTORE_ASSIGN_OR_RETURN(l.event, gpu_.CreateEvent());
+    }
+    return Status::Ok();
+  }
+
+  bool done() const override {
+    std::lock_guard lock(mu_);
+    return done_;
+  }
+  Status Wait() override {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return done_; });
+    return result_;
+  }
+  void Cancel() override { cancelled_.store(true); }
+  bool cancelled() const { return cancelled_.load(); }
+
+  bool LayerDone(uint32_t layer) const override {
+    std::lock_guard lock(mu_);
+    const LayerProgress* l = Find(layer);
+    return l && l->done;
+  }
+  Status WaitLayer(uint32_t layer) override {
+    std::unique_lock lock(mu_);
+    const LayerProgress* l = Find(layer);
+    if (!l) return Status::NotFound(LayerWhere(layer) + ": not a target of this restore");
+    cv_.wait(lock, [&] { return l->done || done_; });
+    return l->done ? Status::Ok() : result_;
+  }
+  Status StreamWaitLayer(uint32_t layer, StreamHandle stream) override {
+    EventHandle event = 0;
+    {
+      std::unique_lock lock(mu_);
+      const LayerProgress* l = Find(layer);
+      if (!l) return Status::NotFound(LayerWhere(layer) + ": not a target of this restore");
+      cv_.wait(lock, [&] { return l->enqueued || done_; });
+      if (!l->enqueued) return result_;
+      event = l->event;
+    }
+    return gpu_.StreamWaitEvent(stream, event);
+  }
+  Status StreamWaitAll(StreamHandle stream) override {
+    for (const LayerProgress& l : layers_) AUXSTORE_RETURN_IF_ERROR(StreamWaitLayer(l.index, stream));
+    return Status::Ok();
+  }
+  Result<EventHandle> LayerEvent(uint32_t layer) const override {
+    std::lock_guard lock(mu_);
+    const LayerProgress* l = Find(layer);
+    if (!l) return Status::NotFound(LayerWhere(layer) + ": not a target of this restore");
+    if (!l->enqueued) return Status::Unavailable(LayerWhere(layer) + ": not enqueued yet");
+    return l->event;
+  }
+  std::vector<uint32_t> LayersDone() const override {
+    std::lock_guard lock(mu_);
+    std::vector<uint32_t> out;
+    for (const LayerProgress& l : layers_)
+      if (l.done) out.push_back(l.index);
+    return out;
+  }
+
+  // ---- the pipeline's side
+  EventHandle event(size_t li) const { return layers_[li].event; }
+  void MarkEnqueued(size_t li) { Mark(li, &LayerProgress::enqueued); }
+  void MarkDone(size_t li) { Mark(li, &LayerProgress::done); }
+  void Complete(Status result) {
+    {
+      std::lock_guard lock(mu_);
+      result_ = std::move(result);
+      done_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  struct LayerProgress {
+    uint32_t index = 0;
+    EventHandle event = 0;
+    bool enqueued = false;  // its work is on the stream, its event recorded
+    bool done = false;      // that work completed
+  };
+  const LayerProgress* Find(uint32_t layer) const {
+    for (const LayerProgress& l : layers_)
+      if (l.index == layer) return &l;
+    return nullptr;
+  }
+  void Mark(size_t li, bool LayerProgress::*flag) {
+    {
+      std::lock_guard lock(mu_);
+      layers_[li].*flag = true;
+    }
+    cv_.notify_all();
+  }
+
+  GpuBackend& gpu_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<LayerProgress> layers_;  // ascending layer, as the targets
+  bool done_ = false;
+  Status result_;
+  std::atomic<bool> cancelled_{false};
+};
 
 class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
  public:
   RestoreOp(GpuPipeline::Core& core, NamespaceId ns, const Prefix& prefix, RestoreTargets targets,
-            StreamHandle stream, RestoreCallback done)
+            const RestoreOptions& options, std::shared_ptr<RestoreState> state,
+            RestoreCallback done)
       : core_(core),
         ns_(ns),
         prefix_(prefix),
         targets_(std::move(targets)),
-        stream_(stream),
-        done_(std::move(done)) {}
+        stream_(options.stream.value_or(core.stream())),
+        lease_(options.lease),
+        on_layer_(options.on_layer),
+        state_(std::move(state)),
+        done_(std::move(done)),
+        start_(std::chrono::steady_clock::now()) {}
 
   void Start() {
     Status st = Prepare();
     if (!st.ok()) return Fail(st);
     ValidateNext(0);
   }
+  // Completes a restore that could not start (no lane runs yet).
+  void FailBeforeStart(Status st) { Fail(std::move(st)); }
 
  private:
   struct Layer {
@@ -63,14 +191,19 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
     LayerEntry entry;
     RestorePlan plan;
     BlobHasher hasher;
-    std::optional<Buffer> kept;  // chunk 0, staged during validation (a hold)
+    Lease kept;  // chunk 0, staged during validation (a hold)
   };
 
   // ---- 1. prepare ----------------------------------------------------------
 
   Status Prepare() {
     if (targets_.empty()) return Status::InvalidArgument("restore: no target layers");
-    AUXSTORE_ASSIGN_OR_RETURN(manifest_, core_.store.GetManifest(ns_, prefix_));
+    if (stream_ == kDefaultStream) {
+      return Status::InvalidArgument(
+          "restore: the legacy default stream is not allowed (it serializes against every "
+          "blocking stream of the engine); pass the engine's stream or none");
+    }
+    AUXSTORE_ASSIGN_OR_RETURN(manifest_, core_.store().GetManifest(ns_, prefix_));
     for (auto& [index, target] : targets_) {
       const std::string where = LayerWhere(index);
       if (target == nullptr) return Status::InvalidArgument(where + ": null target");
@@ -87,7 +220,7 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
                                        std::string(KindName(target->kind())));
       }
       if (e->bytes > 0 &&
-          ChunkSize(e->bytes, manifest_.chunk_bytes, 0) > core_.staging->buffer_bytes()) {
+          ChunkSize(e->bytes, manifest_.chunk_bytes, 0) > core_.staging().buffer_bytes()) {
         return Status::InvalidArgument(where + ": store chunks of " +
                                        std::to_string(manifest_.chunk_bytes) +
                                        " bytes exceed the staging buffers");
@@ -116,14 +249,15 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
       l.plan = std::move(*plan);
     }
     if (li == layers_.size()) return StartStream();
+    if (stopped()) return Fail(Cancelled());
     auto self = shared_from_this();
-    core_.staging->AsyncAcquire([self, li](Buffer b) { self->ValidateWith(li, b); });
+    core_.staging().AsyncAcquire([self, li](Lease b) { self->ValidateWith(li, std::move(b)); });
   }
 
   // Reads the header's chunks into `b` (chunk 0 alone unless chunks are
   // smaller than the header), plans the restore, and keeps chunk 0 staged if
   // it is the only chunk read and the hold budget allows.
-  void ValidateWith(size_t li, Buffer b) {
+  void ValidateWith(size_t li, Lease b) {
     Layer& l = layers_[li];
     const size_t need = l.target->head_bytes();
     std::vector<uint8_t> head;
@@ -131,34 +265,27 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
     for (; head.size() < need && c < l.entry.chunks; ++c) {
       const uint64_t size = SizeOf(l, c);
       Status st =
-          core_.store.ReadChunkInto(ns_, prefix_, manifest_, l.index, c, b.span().first(size),
-                                    /*blob_hash=*/nullptr);  // hashed when streamed
-      if (!st.ok()) {
-        core_.staging->Release(b);
-        return Fail(st.WithContext(LayerWhere(l.index)));
-      }
+          core_.store().ReadChunkInto(ns_, prefix_, manifest_, l.index, c, b.span().first(size),
+                                      /*blob_hash=*/nullptr);  // hashed when streamed
+      if (!st.ok()) return Fail(st.WithContext(LayerWhere(l.index)));
       const size_t take = std::min<uint64_t>(need - head.size(), size);
-      head.insert(head.end(), b.data, b.data + take);
+      head.insert(head.end(), b.data(), b.data() + take);
     }
     auto plan = l.target->PlanRestore(head, l.entry.bytes);
-    if (!plan.ok()) {
-      core_.staging->Release(b);
-      return Fail(plan.status().WithContext(LayerWhere(l.index)));
-    }
+    if (!plan.ok()) return Fail(plan.status().WithContext(LayerWhere(l.index)));
     l.plan = std::move(*plan);
-    if (c == 1 && core_.staging->TryHold()) {
-      l.kept = Buffer{b.data, static_cast<size_t>(SizeOf(l, 0))};
-    } else {
-      core_.staging->Release(b);
+    if (c == 1 && b.TryHold()) {
+      std::lock_guard lock(mu_);  // Fail may drop kept buffers meanwhile
+      if (!failed_) l.kept = std::move(b);
     }
-    ValidateNext(li + 1);
+    ValidateNext(li + 1);  // `b`, if not kept, goes back here
   }
 
   // ---- 3. stream (one lane per layer in flight) ---------------------------
 
   void StartStream() {
     const size_t lanes =
-        std::min<size_t>(std::max<size_t>(core_.options.restore_read_ahead, 1), layers_.size());
+        std::min<size_t>(std::max<size_t>(core_.options().restore_read_ahead, 1), layers_.size());
     {
       std::lock_guard lock(mu_);
       lanes_running_ = lanes;
@@ -183,44 +310,52 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
 
   void StreamChunk(size_t li, uint32_t c) {
     Layer& l = layers_[li];
-    if (c == l.entry.chunks) return NextLayer();
-    std::optional<Buffer> kept;  // chunk 0, staged and verified during validation
-    if (c == 0) {
-      std::lock_guard lock(mu_);  // Fail may return it meanwhile
-      kept.swap(l.kept);
+    if (c == l.entry.chunks) {
+      Status st = LayerEnqueued(li);
+      if (!st.ok()) {
+        Fail(st);
+        return EndLane();
+      }
+      return NextLayer();
     }
-    if (kept) return StageChunk(li, 0, *kept, /*kept=*/true);
+    Lease kept;  // chunk 0, staged and verified during validation
+    if (c == 0) {
+      std::lock_guard lock(mu_);  // Fail may drop it meanwhile
+      kept = std::move(l.kept);
+    }
+    if (kept) return StageChunk(li, 0, std::move(kept), /*kept=*/true);
     auto self = shared_from_this();
-    core_.staging->AsyncAcquire([self, li, c](Buffer b) { self->StageChunk(li, c, b, false); });
+    core_.staging().AsyncAcquire(
+        [self, li, c](Lease b) { self->StageChunk(li, c, std::move(b), false); });
   }
 
   // Reads chunk `c` of layer `li` into `b` (unless it is the kept chunk 0),
   // uploads it and goes on with the next chunk.
-  void StageChunk(size_t li, uint32_t c, Buffer b, bool kept) {
+  void StageChunk(size_t li, uint32_t c, Lease b, bool kept) {
     Layer& l = layers_[li];
     const uint64_t size = SizeOf(l, c);
-    const ByteSpan staged{b.data, static_cast<size_t>(size)};
+    const ByteSpan staged{b.data(), static_cast<size_t>(size)};
     Status st;
     bool quarantine = false;
-    const bool stopped = failed();  // another lane failed: stop quietly
-    if (!stopped && kept) l.hasher.Update(staged);
-    if (!stopped && !kept) {
+    const bool stopped_now = stopped();  // another lane failed, or a cancel
+    if (!stopped_now && kept) l.hasher.Update(staged);
+    if (!stopped_now && !kept) {
       // A Corruption here has already quarantined the snapshot (store.h).
-      st = core_.store.ReadChunkInto(ns_, prefix_, manifest_, l.index, c, b.span().first(size),
-                                     &l.hasher);
+      st = core_.store().ReadChunkInto(ns_, prefix_, manifest_, l.index, c,
+                                       b.span().first(size), &l.hasher);
       if (!st.ok()) st = st.WithContext(LayerWhere(l.index));
     }
     // The last chunk goes up only once the whole blob matches its manifest.
-    if (st.ok() && c + 1 == l.entry.chunks) {
+    if (st.ok() && !stopped_now && c + 1 == l.entry.chunks) {
       st = CheckLayerDigest(l.entry, l.hasher.Digest());
       quarantine = !st.ok();
     }
-    if (st.ok() && !stopped) st = Upload(l, c, staged);
-    if (kept) core_.staging->EndHold();
-    Status released = core_.staging->ReleaseAfter(b, stream_);
-    if (st.ok()) st = released;
+    if (st.ok() && !stopped_now) st = Upload(l, c, staged);
+    Status returned = b.ReturnAfter(stream_);
+    if (st.ok()) st = returned;
     if (!st.ok()) Fail(st, quarantine);
-    if (!st.ok() || stopped) return EndLane();
+    if (stopped_now && state_->cancelled()) Fail(Cancelled());
+    if (!st.ok() || stopped_now) return EndLane();
     StreamChunk(li, c + 1);
   }
 
@@ -231,11 +366,27 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
       const uint64_t e = std::min(hi, seg.blob_offset + seg.bytes);
       if (s >= e) continue;
       uploaded_any_ = true;
-      AUXSTORE_RETURN_IF_ERROR(core_.gpu.CopyH2DAsync(b.subspan(s - lo, e - s), seg.device,
-                                                      seg.device_offset + (s - seg.blob_offset),
-                                                      stream_));
+      AUXSTORE_RETURN_IF_ERROR(core_.gpu().CopyH2DAsync(b.subspan(s - lo, e - s), seg.device,
+                                                        seg.device_offset + (s - seg.blob_offset),
+                                                        stream_));
     }
     return Status::Ok();
+  }
+
+  // Every chunk of layer `li` is on the stream: its re-pool, its event, and
+  // a host callback that marks it done once the device passed all of it.
+  Status LayerEnqueued(size_t li) {
+    Layer& l = layers_[li];
+    AUXSTORE_RETURN_IF_ERROR(
+        l.target->FinishRestore(l.plan, stream_).WithContext(LayerWhere(l.index)));
+    uploaded_any_ = true;
+    AUXSTORE_RETURN_IF_ERROR(core_.gpu().RecordEvent(state_->event(li), stream_));
+    state_->MarkEnqueued(li);
+    auto self = shared_from_this();
+    return core_.gpu().LaunchHostFunc(stream_, [self, li] {
+      self->state_->MarkDone(li);
+      if (self->on_layer_) self->on_layer_(self->layers_[li].index);
+    });
   }
 
   // The last lane to stop completes the restore: commits it, or reports the
@@ -252,17 +403,19 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
     Complete();
   }
 
-  bool failed() {
+  bool stopped() {
+    if (state_->cancelled()) return true;
     std::lock_guard lock(mu_);
     return failed_;
   }
+  static Status Cancelled() { return Status::Unavailable("restore cancelled"); }
 
   // ---- 4. commit -----------------------------------------------------------
 
   void Commit() {
-    for (Layer& l : layers_) {
-      Status st = l.target->FinishRestore(l.plan, stream_);
-      if (!st.ok()) return Fail(st.WithContext(LayerWhere(l.index)));
+    if (state_->cancelled()) {  // the last chance: nothing is committed yet
+      Fail(Cancelled());
+      return Complete();
     }
     for (Layer& l : layers_) l.target->CommitRestore(l.plan);
     FinishAfterStream(Status::Ok());
@@ -275,60 +428,60 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
   // at once; while lanes run, the last lane to stop does (EndLane).
   void Fail(Status st, bool quarantine = false) {
     bool complete_now = false;
+    std::vector<Lease> kept;
     {
       std::lock_guard lock(mu_);
       if (failed_) return;
       failed_ = true;
       error_ = st;
       for (Layer& l : layers_) {
-        if (!l.kept) continue;
-        core_.staging->EndHold();
-        core_.staging->Release(*l.kept);
-        l.kept.reset();
+        if (l.kept) kept.push_back(std::move(l.kept));
       }
       complete_now = lanes_running_ == 0;
     }
+    kept.clear();  // back to the pool, outside the lock
     // Only what this pipeline itself found; a store read that failed with
     // Corruption has quarantined the snapshot already.
-    if (quarantine) (void)core_.store.Quarantine(ns_, prefix_, st);
+    if (quarantine) (void)core_.store().Quarantine(ns_, prefix_, st);
     if (complete_now) Complete();
   }
 
   void Complete() {
     Status st;
-    bool after_stream = false;
     {
       std::lock_guard lock(mu_);
       st = error_;
-      after_stream = uploaded_any_;
     }
-    if (after_stream) return FinishAfterStream(std::move(st));
+    if (uploaded_any_) return FinishAfterStream(std::move(st));
     Finish(std::move(st));
   }
 
   // Completes once the stream has passed everything enqueued so far.
   void FinishAfterStream(Status st) {
     auto self = shared_from_this();
-    Status launched = core_.gpu.LaunchHostFunc(
-        stream_, [self, st] { asio::post(self->core_.pool, [self, st] { self->Finish(st); }); });
+    Status launched = core_.gpu().LaunchHostFunc(stream_, [self, st] {
+      asio::post(self->core_.pool(), [self, st] { self->Finish(st); });
+    });
     if (launched.ok()) return;
-    Status sync = core_.gpu.Synchronize(stream_);
+    Status sync = core_.gpu().Synchronize(stream_);
     Finish(st.ok() ? sync : st);
   }
 
-  // Counts the restore before the completion runs (whoever sees it sees the
-  // count), and stops counting it as running only after (the pipeline's
-  // destructor waits for running restores).
+  // Counts the restore, completes the handle, then runs the callback; the
+  // pipeline stops counting it as running only after.
   void Finish(Status st) {
-    {
-      std::lock_guard lock(core_.mu);
-      ++(st.ok() ? core_.stats.restores_ok : core_.stats.restores_failed);
+    if (lease_) (void)core_.store().ReleaseLease(lease_);
+    uint64_t bytes = 0;
+    for (const Layer& l : layers_) bytes += l.entry.bytes;
+    core_.CountRestore(st, bytes,
+                       std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::steady_clock::now() - start_));
+    state_->Complete(st);
+    if (done_) {
+      RestoreCallback done = std::move(done_);
+      done(std::move(st));
     }
-    RestoreCallback done = std::move(done_);
-    done(std::move(st));
-    std::lock_guard lock(core_.mu);
-    --core_.restores_running;
-    core_.cv.notify_all();
+    core_.EndRestore();
   }
 
   GpuPipeline::Core& core_;
@@ -336,7 +489,11 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
   const Prefix prefix_;
   const RestoreTargets targets_;
   const StreamHandle stream_;
+  const LeaseId lease_;
+  const std::function<void(uint32_t)> on_layer_;
+  const std::shared_ptr<RestoreState> state_;
   RestoreCallback done_;
+  const std::chrono::steady_clock::time_point start_;
   Manifest manifest_;
   std::vector<Layer> layers_;  // fixed after Prepare; each streamed by one lane
 
@@ -351,15 +508,20 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
 
 }  // namespace
 
-void StartRestore(GpuPipeline::Core& core, NamespaceId ns, const Prefix& prefix,
-                  RestoreTargets targets, StreamHandle stream, RestoreCallback done) {
-  {
-    std::lock_guard lock(core.mu);
-    ++core.restores_running;
+std::shared_ptr<RestoreHandle> StartRestore(GpuPipeline::Core& core, NamespaceId ns,
+                                            const Prefix& prefix, RestoreTargets targets,
+                                            const RestoreOptions& options, RestoreCallback done) {
+  core.BeginRestore();
+  auto state = std::make_shared<RestoreState>(core.gpu(), targets);
+  Status events = state->CreateEvents();
+  auto op = std::make_shared<RestoreOp>(core, ns, prefix, std::move(targets), options, state,
+                                        std::move(done));
+  if (!events.ok()) {
+    asio::post(core.pool(), [op, events] { op->FailBeforeStart(events); });
+  } else {
+    asio::post(core.pool(), [op] { op->Start(); });
   }
-  auto op =
-      std::make_shared<RestoreOp>(core, ns, prefix, std::move(targets), stream, std::move(done));
-  asio::post(core.pool, [op] { op->Start(); });
+  return state;
 }
 
-}  // namespace auxstore::gpu
+}  // namespace auxstore::pipeline

@@ -1,4 +1,4 @@
-// GpuPipeline::Snapshot / Flush: D2H into the pinned arena on the engine's
+// GpuPipeline::Snapshot: D2H into the pinned arena on the engine's
 // stream, then a write-behind PutSnapshot on the Asio pool. Never blocks:
 // a full queue or arena sheds the snapshot.
 #include <boost/asio/post.hpp>
@@ -21,17 +21,11 @@ struct SnapshotJob {
 };
 
 void WriteSnapshot(GpuPipeline::Core& core, const SnapshotJob& job) {
-  Status st = core.store.PutSnapshot(job.ns, job.prefix, job.token_count, job.layers);
-  core.arena->Free(job.buffer);
-  std::lock_guard lock(core.mu);
-  if (st.ok()) {
-    ++core.stats.snapshots_written;
-  } else {
-    ++core.stats.snapshots_failed;
-    if (core.flush_error.ok()) core.flush_error = st.WithContext("snapshot write");
-  }
-  --core.snapshots_pending;
-  core.cv.notify_all();
+  Status st = core.store().PutSnapshot(job.ns, job.prefix, job.token_count, job.layers);
+  core.arena().Free(job.buffer);
+  uint64_t bytes = 0;
+  for (const LayerBlob& l : job.layers) bytes += l.bytes.size();
+  core.EndSnapshot(st, bytes);
 }
 
 }  // namespace
@@ -48,28 +42,11 @@ Status GpuPipeline::Snapshot(NamespaceId ns, const Prefix& prefix, uint64_t toke
     plans.emplace_back(index, std::move(plan));
   }
   Core& core = *core_;
-  auto shed = [&core](std::string why) {
-    std::lock_guard lock(core.mu);
-    ++core.stats.snapshots_shed;
-    return Status::Capacity("snapshot shed: " + why);
-  };
-  {
-    std::lock_guard lock(core.mu);
-    if (core.snapshots_pending >= core.options.snapshot_queue) {
-      ++core.stats.snapshots_shed;
-      return Status::Capacity("snapshot shed: the write-behind queue is full");
-    }
-    ++core.snapshots_pending;  // reserved; undone below if the arena is full
-  }
-  auto unreserve = [&core] {
-    std::lock_guard lock(core.mu);
-    --core.snapshots_pending;
-    core.cv.notify_all();
-  };
-  uint8_t* buffer = core.arena->TryAllocate(total);
+  AUXSTORE_RETURN_IF_ERROR(core.ReserveSnapshot());
+  uint8_t* buffer = core.arena().TryAllocate(total);
   if (buffer == nullptr) {
-    unreserve();
-    return shed("no room in the pinned snapshot arena for " + std::to_string(total) + " bytes");
+    return core.SnapshotShed("no room in the pinned snapshot arena for " + std::to_string(total) +
+                             " bytes");
   }
 
   auto job = std::make_shared<SnapshotJob>();
@@ -85,8 +62,8 @@ Status GpuPipeline::Snapshot(NamespaceId ns, const Prefix& prefix, uint64_t toke
       std::memcpy(blob, plan.header.data(), plan.header.size());
     }
     for (const BlobSegment& seg : plan.segments) {
-      st = core.gpu.CopyD2HAsync(seg.device, seg.device_offset, {blob + seg.blob_offset, seg.bytes},
-                                 stream);
+      st = core.gpu().CopyD2HAsync(seg.device, seg.device_offset,
+                                   {blob + seg.blob_offset, seg.bytes}, stream);
       if (!st.ok()) break;
     }
     if (!st.ok()) break;
@@ -95,25 +72,19 @@ Status GpuPipeline::Snapshot(NamespaceId ns, const Prefix& prefix, uint64_t toke
   }
   if (st.ok()) {
     Core* c = &core;
-    st = core.gpu.LaunchHostFunc(
-        stream, [c, job] { boost::asio::post(c->pool, [c, job] { WriteSnapshot(*c, *job); }); });
+    st = core.gpu().LaunchHostFunc(stream, [c, job] {
+      boost::asio::post(c->pool(), [c, job] { WriteSnapshot(*c, *job); });
+    });
     if (st.ok()) {
-      std::lock_guard lock(core.mu);
-      ++core.stats.snapshots_accepted;
+      core.SnapshotAccepted();
       return Status::Ok();
     }
   }
   // Copies may already be enqueued into the buffer: free it only after them.
-  (void)core.gpu.Synchronize(stream);
-  core.arena->Free(buffer);
-  unreserve();
+  (void)core.gpu().Synchronize(stream);
+  core.arena().Free(buffer);
+  core.AbandonSnapshot();
   return st.WithContext("snapshot");
-}
-
-Status GpuPipeline::Flush() {
-  std::unique_lock lock(core_->mu);
-  core_->cv.wait(lock, [&] { return core_->snapshots_pending == 0; });
-  return std::exchange(core_->flush_error, Status::Ok());
 }
 
 }  // namespace auxstore

@@ -46,16 +46,50 @@ void StagingPool::AsyncAcquire(Handler handler) {
     p = free_.back();
     free_.pop_back();
   }
-  asio::post(pool_, [handler = std::move(handler), b = Buffer{p, bytes_}] { handler(b); });
+  asio::post(pool_, [this, handler = std::move(handler), b = Buffer{p, bytes_}] {
+    handler(Lease(this, b));
+  });
 }
 
-std::optional<StagingPool::Buffer> StagingPool::TryAcquire() {
+StagingPool::Lease StagingPool::TryAcquire() {
   std::lock_guard lock(mu_);
-  if (free_.empty() || !waiters_.empty()) return std::nullopt;
+  if (free_.empty() || !waiters_.empty()) return Lease();
   ++outstanding_;
   uint8_t* p = free_.back();
   free_.pop_back();
-  return Buffer{p, bytes_};
+  return Lease(this, Buffer{p, bytes_});
+}
+
+StagingPool::Lease& StagingPool::Lease::operator=(Lease&& o) noexcept {
+  if (this != &o) {
+    Return();
+    pool_ = std::exchange(o.pool_, nullptr);
+    buf_ = std::exchange(o.buf_, {});
+    held_ = std::exchange(o.held_, false);
+  }
+  return *this;
+}
+
+void StagingPool::Lease::Return() {
+  if (!pool_) return;
+  if (held_) pool_->EndHold();
+  pool_->Release(buf_);
+  pool_ = nullptr;
+  held_ = false;
+}
+
+Status StagingPool::Lease::ReturnAfter(StreamHandle stream) {
+  if (!pool_) return Status::Ok();
+  if (held_) pool_->EndHold();
+  StagingPool* pool = std::exchange(pool_, nullptr);
+  held_ = false;
+  return pool->ReleaseAfter(buf_, stream);
+}
+
+bool StagingPool::Lease::TryHold() {
+  if (!pool_ || held_) return held_;
+  held_ = pool_->TryHold();
+  return held_;
 }
 
 void StagingPool::Release(Buffer buf) {
@@ -73,7 +107,9 @@ void StagingPool::Release(Buffer buf) {
     next = std::move(waiters_.front());
     waiters_.pop_front();
   }
-  asio::post(pool_, [next = std::move(next), b = Buffer{buf.data, bytes_}] { next(b); });
+  asio::post(pool_, [this, next = std::move(next), b = Buffer{buf.data, bytes_}] {
+    next(Lease(this, b));
+  });
 }
 
 bool StagingPool::TryHold() {

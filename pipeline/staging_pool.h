@@ -33,7 +33,42 @@ class StagingPool {
     size_t size = 0;
     std::span<uint8_t> span() const { return {data, size}; }
   };
-  using Handler = std::function<void(Buffer)>;
+
+  // One buffer out of the pool, returned exactly once: by ReturnAfter (once
+  // the device passed the work reading it), or, for a buffer no device work
+  // uses, when the lease is dropped. Move-only.
+  class Lease {
+   public:
+    Lease() = default;
+    Lease(Lease&& o) noexcept { *this = std::move(o); }
+    Lease& operator=(Lease&& o) noexcept;
+    ~Lease() { Return(); }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+
+    explicit operator bool() const { return pool_ != nullptr; }
+    uint8_t* data() const { return buf_.data; }
+    size_t size() const { return buf_.size; }
+    std::span<uint8_t> span() const { return buf_.span(); }
+
+    // Returns the buffer once all work enqueued on `stream` so far has
+    // completed (synchronizing the stream if the callback cannot be
+    // enqueued). The lease is empty afterwards.
+    Status ReturnAfter(StreamHandle stream);
+    // Returns the buffer now (no device work may use it).
+    void Return();
+    // Counts this buffer in the hold budget (StagingPool::TryHold) for as
+    // long as the lease keeps it; false when the budget is spent.
+    bool TryHold();
+
+   private:
+    friend class StagingPool;
+    Lease(StagingPool* pool, Buffer buf) : pool_(pool), buf_(buf) {}
+    StagingPool* pool_ = nullptr;
+    Buffer buf_;
+    bool held_ = false;
+  };
+  using Handler = std::function<void(Lease)>;
 
   static Result<std::unique_ptr<StagingPool>> Create(GpuBackend& gpu,
                                                      boost::asio::thread_pool& pool, size_t count,
@@ -44,23 +79,14 @@ class StagingPool {
 
   // Runs `handler` on the Asio pool once a buffer is free.
   void AsyncAcquire(Handler handler);
-  // A free buffer now, or nullopt when none is free or handlers are queued
-  // for one (they go first).
-  std::optional<Buffer> TryAcquire();
-  // Returns `buf` once all work enqueued on `stream` so far has completed.
-  // If the callback cannot be enqueued, synchronizes the stream first.
-  Status ReleaseAfter(Buffer buf, StreamHandle stream);
-  // Returns a buffer no pending device work uses.
-  void Release(Buffer buf);
+  // A free buffer now, or an empty lease when none is free or handlers are
+  // queued for one (they go first).
+  Lease TryAcquire();
 
   // Holding a buffer while waiting for others (a restore keeping chunk 0 of
   // a layer until the upload phase) is allowed for at most capacity()/2
   // buffers pool-wide, so at least one always circulates and restores cannot
-  // deadlock each other. TryHold counts one held buffer if the budget allows;
-  // EndHold ends it (the buffer itself goes back with Release/ReleaseAfter).
-  bool TryHold();
-  void EndHold();
-
+  // deadlock each other (Lease::TryHold).
   size_t capacity() const { return all_.size(); }
   size_t buffer_bytes() const { return bytes_; }
   // Buffers out plus queued acquires.
@@ -70,6 +96,10 @@ class StagingPool {
 
  private:
   StagingPool(GpuBackend& gpu, boost::asio::thread_pool& pool, size_t bytes);
+  void Release(Buffer buf);
+  Status ReleaseAfter(Buffer buf, StreamHandle stream);
+  bool TryHold();
+  void EndHold();
 
   GpuBackend& gpu_;
   boost::asio::thread_pool& pool_;

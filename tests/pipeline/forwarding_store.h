@@ -21,6 +21,19 @@ class ForwardingStore final : public Store {
   // GetManifest reports a wrong whole-blob hash for this layer.
   std::optional<uint32_t> wrong_hash_layer;
   std::atomic<int> quarantines{0}, chunk_reads{0};
+  // While set, a chunk read of this layer past its chunk 0 waits until
+  // ReleaseHeldLayer (chunk 0 is read during validation, before streaming).
+  void HoldLayer(uint32_t layer) {
+    std::lock_guard l(mu_);
+    held_layer_ = layer;
+  }
+  void ReleaseHeldLayer() {
+    {
+      std::lock_guard l(mu_);
+      held_layer_.reset();
+    }
+    cv_.notify_all();
+  }
 
   // While closed, PutSnapshot waits.
   void CloseGate() {
@@ -68,6 +81,10 @@ class ForwardingStore final : public Store {
   Status ReadChunkInto(NamespaceId ns, const Prefix& p, const Manifest& m, uint32_t layer,
                        uint32_t chunk, std::span<uint8_t> dst, BlobHasher* blob_hash) override {
     ++chunk_reads;
+    if (chunk > 0) {
+      std::unique_lock l(mu_);
+      cv_.wait(l, [&] { return held_layer_ != layer; });
+    }
     if (corrupt_chunk && *corrupt_chunk == std::make_pair(layer, chunk)) {
       Status st = Status::Corruption("injected chunk corruption");
       (void)Quarantine(ns, p, st);
@@ -127,6 +144,7 @@ class ForwardingStore final : public Store {
   std::mutex mu_;
   std::condition_variable cv_;
   bool gate_open_ = true;
+  std::optional<uint32_t> held_layer_;
 };
 
 }  // namespace auxstore::testing

@@ -32,13 +32,13 @@ size_t UploadThroughPool(bool release_after_copy, uint64_t* waits) {
     std::atomic<size_t> issued{0};
     std::promise<void> all_issued;
     for (size_t k = 0; k < kChunks; ++k) {
-      (*sp)->AsyncAcquire([&, k](gpu::StagingPool::Buffer b) {
-        std::memset(b.data, static_cast<int>(k + 1), b.size);
+      (*sp)->AsyncAcquire([&, k](gpu::StagingPool::Lease b) {
+        std::memset(b.data(), static_cast<int>(k + 1), b.size());
         EXPECT_TRUE(gpu.CopyH2DAsync(b.span(), *dev, k * kChunk, *stream).ok());
         if (release_after_copy) {
-          EXPECT_TRUE((*sp)->ReleaseAfter(b, *stream).ok());
+          EXPECT_TRUE(b.ReturnAfter(*stream).ok());
         } else {
-          (*sp)->Release(b);  // wrong on purpose: the copy has not run yet
+          b.Return();  // wrong on purpose: the copy has not run yet
         }
         if (++issued == kChunks) all_issued.set_value();
       });
@@ -73,6 +73,29 @@ TEST(StagingPool, BufferIsReusedOnlyAfterItsCopyCompleted) {
 TEST(StagingPool, NegativeControlEarlyReleaseCorruptsTheUpload) {
   uint64_t waits = 0;
   EXPECT_GT(UploadThroughPool(/*release_after_copy=*/false, &waits), 0u);
+}
+
+TEST(StagingPool, ALeaseDroppedReturnsItsBufferOnceAndHoldsAreBounded) {
+  gpu::HostBackend gpu;
+  boost::asio::thread_pool pool(1);
+  {
+    auto sp = gpu::StagingPool::Create(gpu, pool, 2, 64);
+    ASSERT_TRUE(sp.ok());
+    gpu::StagingPool::Lease a = (*sp)->TryAcquire();
+    ASSERT_TRUE(a);
+    gpu::StagingPool::Lease b = (*sp)->TryAcquire();
+    ASSERT_TRUE(b);
+    EXPECT_FALSE((*sp)->TryAcquire()) << "both out";
+    EXPECT_TRUE(a.TryHold()) << "one of two may be held";
+    EXPECT_FALSE(b.TryHold()) << "the budget is capacity / 2";
+    gpu::StagingPool::Lease moved = std::move(a);
+    EXPECT_FALSE(a);
+    EXPECT_EQ((*sp)->outstanding(), 2u);
+    moved = gpu::StagingPool::Lease();  // dropped: returned, hold ended
+    EXPECT_EQ((*sp)->outstanding(), 1u);
+    EXPECT_TRUE(b.TryHold()) << "the hold went back with the buffer";
+  }  // b returns here; the pool's destructor would wait forever otherwise
+  pool.join();
 }
 
 TEST(StagingPool, RejectsEmptyPools) {
