@@ -89,6 +89,8 @@ class DbStore final : public Store {
   // ---- open (db_store_open.cc)
   Status OpenDb();
   Status OpenRocks(bool read_only, bool create);
+  enum class Families { kComplete, kIncomplete };
+  Result<Families> CheckFamilies();
   Status CreateDb(bool created_dir);
   Status OpenExistingDb(const DirCheck& dir);
   // Opens read-only, runs CheckRecovered, closes: an existing store's checks
@@ -197,6 +199,7 @@ class DbStore final : public Store {
   const Options options_;
   const std::string path_;
   WriterLock lock_;  // a writer's, held until after db_ is closed
+  bool had_store_marker_ = false;  // AUXSTORE-LOCK or the watermark before this open
   RocksSetup setup_;
   std::unique_ptr<rocksdb::DB> db_;
   bool db_read_only_ = false;  // db_ came from OpenForReadOnly

@@ -106,6 +106,7 @@ Status DbStore::OpenDb() {
   AUXSTORE_ASSIGN_OR_RETURN(DirCheck dir, InspectStoreDir(path_));
   if (options_.read_only) {
     if (dir.state != DirState::kStore) return RefusalFor(path_, dir);
+    had_store_marker_ = HasStoreMarker(path_);
     return OpenForReading();
   }
   bool created_dir = false;
@@ -117,31 +118,55 @@ Status DbStore::OpenDb() {
   } else if (dir.state != DirState::kStore) {
     return RefusalFor(path_, dir);
   }
+  // Taken before the lock file exists for sure: only a store leaves one.
+  had_store_marker_ = HasStoreMarker(path_);
   AUXSTORE_ASSIGN_OR_RETURN(lock_, WriterLock::Acquire(path_));
   // Under the lock, what a concurrent creator or writer left is settled.
   AUXSTORE_ASSIGN_OR_RETURN(dir, InspectStoreDir(path_));
   if (dir.state == DirState::kEmpty) return CreateDb(created_dir);
   if (dir.state != DirState::kStore) return RefusalFor(path_, dir);
+  AUXSTORE_ASSIGN_OR_RETURN(Families families, CheckFamilies());
+  // A creation killed before RocksDB made every column family: finish it.
+  if (families == Families::kIncomplete) return CreateDb(/*created_dir=*/false);
   return OpenExistingDb(dir);
+}
+
+// Before RocksDB opens a store for real: a RocksDB database of someone
+// else's must not get the store's column families created in it, and a
+// store whose creation stopped half-way (RocksDB creates the column families
+// one MANIFEST edit at a time) is told apart from both.
+Result<DbStore::Families> DbStore::CheckFamilies() {
+  std::vector<std::string> families;
+  rocksdb::Status ls = rocksdb::DB::ListColumnFamilies(setup_.db, path_, &families);
+  if (!ls.ok()) {
+    return Status::Corruption("store " + path_ +
+                              " is damaged: RocksDB cannot read the column families from its "
+                              "MANIFEST (" +
+                              ls.ToString() + ")");
+  }
+  size_t ours = 0;
+  for (const auto& cf : setup_.cfs) {
+    ours += std::find(families.begin(), families.end(), cf.name) != families.end();
+  }
+  if (ours == setup_.cfs.size()) return Families::kComplete;
+  // Only the store creates AUXSTORE-LOCK / the watermark beside a RocksDB
+  // database, and it creates every family before it writes anything else.
+  if (!had_store_marker_ || families.size() > ours) {
+    return Status::InvalidArgument(path_ + " is a RocksDB database but not an auxstore store");
+  }
+  // A creation commits nothing before every family exists: a store that
+  // vouched for commits and now lacks a family lost MANIFEST edits.
+  if (auto wm = ReadWatermark(path_); wm.ok() && *wm > 0) {
+    return Status::Corruption("store " + path_ +
+                              " is damaged: its RocksDB MANIFEST lost column families although "
+                              "the durable watermark vouches for " +
+                              std::to_string(*wm) + " commits. Nothing was changed");
+  }
+  return Families::kIncomplete;
 }
 
 Status DbStore::OpenRocks(bool read_only, bool create) {
   cf_.clear();
-  if (!create) {
-    // Before RocksDB opens it for real: a RocksDB database of someone else's
-    // must not get the store's column families created in it.
-    std::vector<std::string> families;
-    rocksdb::Status ls = rocksdb::DB::ListColumnFamilies(setup_.db, path_, &families);
-    if (!ls.ok()) {
-      return Status::Corruption("store " + path_ +
-                                " is damaged: RocksDB cannot read the column families from its "
-                                "MANIFEST (" +
-                                ls.ToString() + ")");
-    }
-    if (std::find(families.begin(), families.end(), kMetaCf) == families.end()) {
-      return Status::InvalidArgument(path_ + " is a RocksDB database but not an auxstore store");
-    }
-  }
   rocksdb::DB* raw = nullptr;
   rocksdb::Status rs;
   if (read_only) {
@@ -191,6 +216,7 @@ Status DbStore::CreateDb(bool created_dir) {
 
 Status DbStore::ProbeReadOnly() {
   Result<uint64_t> wm = ReadWatermark(path_);
+  AUXSTORE_RETURN_IF_ERROR(CheckFamilies().status());
   Status s = OpenRocks(/*read_only=*/true, /*create=*/false);
   if (s.ok()) s = CheckRecovered(/*fresh=*/false, std::move(wm));
   CloseDb();
@@ -242,6 +268,13 @@ Status DbStore::OpenForReading() {
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
     const std::string before = ChangeFingerprint(path_);
     Result<uint64_t> wm = ReadWatermark(path_);
+    auto families = CheckFamilies();
+    if (!families.ok()) return families.status();
+    if (*families == Families::kIncomplete) {
+      return Status::NotFound("no auxstore store at " + path_ +
+                              ": its creation was interrupted (opening it for writing finishes "
+                              "it)");
+    }
     last = OpenRocks(/*read_only=*/true, /*create=*/false);
     if (last.ok()) last = CheckRecovered(/*fresh=*/false, std::move(wm));
     const bool changed = ChangeFingerprint(path_) != before;

@@ -104,6 +104,14 @@ DirCheck CheckCurrent(const std::string& path, const std::vector<Entry>& entries
 
 }  // namespace
 
+bool HasStoreMarker(const std::string& dir) {
+  struct stat st;
+  for (const char* name : {kWriterLockFileName, kWatermarkFileName}) {
+    if (::lstat((dir + "/" + name).c_str(), &st) == 0 && S_ISREG(st.st_mode)) return true;
+  }
+  return false;
+}
+
 std::string ReadCurrent(const std::string& dir) {
   int fd = ::open((dir + "/CURRENT").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return "";

@@ -79,6 +79,10 @@ DirListing ListDir(const std::string& dir);
 bool UndoFailedOpen(const std::string& dir, const DirListing& before,
                     const std::string& current_before);
 
+// Whether `dir` holds a file only the store creates (AUXSTORE-LOCK, the
+// watermark): a RocksDB database there is the store's own.
+bool HasStoreMarker(const std::string& dir);
+
 // CURRENT's content ("" when missing).
 std::string ReadCurrent(const std::string& dir);
 

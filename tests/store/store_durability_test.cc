@@ -6,6 +6,7 @@
 
 #include "store/meta_keys.h"
 #include "store/rocks_options.h"
+#include "store/store_dir.h"
 #include "store/watermark.h"
 #include "tests/store/store_test_fixture.h"
 
@@ -34,6 +35,45 @@ struct RawDb {
 };
 
 using StoreDurabilityTest = StoreFixture;
+
+// A RocksDB database with only some of the store's families, as a creation
+// killed half-way (RocksDB creates them one MANIFEST edit at a time) leaves.
+void MakeHalfCreated(const std::string& path, size_t families, bool with_marker) {
+  std::filesystem::create_directory(path);
+  if (with_marker) std::ofstream(path + "/" + si::kWriterLockFileName).put('\0');
+  si::RocksSetup setup = si::MakeRocksSetup();
+  setup.db.create_if_missing = true;
+  setup.cfs.resize(families);
+  std::vector<rocksdb::ColumnFamilyHandle*> cfs;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(setup.db, path, setup.cfs, &cfs, &raw).ok());
+  for (auto* h : cfs) (void)raw->DestroyColumnFamilyHandle(h);
+  (void)raw->Close();
+  delete raw;
+}
+
+TEST(StoreCreation, ACreationKilledBeforeEveryFamilyExistedIsFinishedByTheNextWriter) {
+  testing::TempDir dir;
+  for (size_t families : {1u, 2u, 5u}) {
+    const std::string path = dir.Sub("half-" + std::to_string(families));
+    MakeHalfCreated(path, families, /*with_marker=*/true);
+    Options ro;
+    ro.read_only = true;
+    EXPECT_TRUE(Store::Open(ro, path).status().IsNotFound()) << families;
+    auto s = Store::Open(Options{}, path);
+    ASSERT_TRUE(s.ok()) << families << ": " << s.status().ToString();
+    auto ns = (*s)->RegisterNamespace(testing::TestSpec());
+    ASSERT_TRUE(ns.ok());
+    s->reset();
+    EXPECT_TRUE(Store::Open(ro, path).ok()) << "finished: a reader opens it now";
+  }
+  // The same RocksDB layout without the store's marker is someone else's.
+  const std::string foreign = dir.Sub("foreign");
+  MakeHalfCreated(foreign, 1, /*with_marker=*/false);
+  Status st = Store::Open(Options{}, foreign).status();
+  EXPECT_TRUE(st.IsInvalidArgument()) << st.ToString();
+  EXPECT_NE(st.message().find("not an auxstore store"), std::string::npos) << st.ToString();
+}
 
 TEST_F(StoreDurabilityTest, SyncPutAdvancesTheDurableWatermark) {
   PutOpaque(PrefixFromSeed(1), 100, 1);
