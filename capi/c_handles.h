@@ -21,12 +21,19 @@ struct auxstore_t {
 struct auxstore_backend_t {
   std::unique_ptr<auxstore::GpuBackend> gpu;
   std::string name;  // NUL-terminated copy of gpu->name()
+  // The stream the C ABI's own synchronous calls (weights upload, state
+  // load and readback) use: never the legacy default stream.
+  auxstore::StreamHandle stream = auxstore::kDefaultStream;
+  ~auxstore_backend_t() {
+    if (gpu && stream != auxstore::kDefaultStream) (void)gpu->DestroyStream(stream);
+  }
 };
 
 struct auxstore_state_t {
   auxstore_backend_t* backend = nullptr;
   std::unique_ptr<auxstore::SeqState> state;
-  // QSA only: the layer weights the state was created with, owned here.
+  // QSA only: the layer weights the state was created with, owned here
+  // (null for a borrowed state: the engine's).
   auxstore::DevicePtr k_pool_k = auxstore::kNullDevicePtr;
   auxstore::DevicePtr k_norm_w = auxstore::kNullDevicePtr;
   uint32_t qsa_hd = 0;
@@ -35,4 +42,8 @@ struct auxstore_state_t {
 struct auxstore_pipeline_t {
   auxstore_backend_t* backend = nullptr;
   std::unique_ptr<auxstore::GpuPipeline> pipeline;
+};
+
+struct auxstore_restore_handle_t {
+  std::shared_ptr<auxstore::RestoreHandle> handle;
 };

@@ -7,6 +7,7 @@
 #include "capi/c_convert.h"
 #include "capi/c_errors.h"
 #include "capi/c_handles.h"
+#include "gpu/qsa_block_pool_ref.h"
 
 using auxstore::DevicePtr;
 using auxstore::GpuBackend;
@@ -19,11 +20,13 @@ using auxstore::capi::NotNull;
 namespace {
 
 // Copies `bytes` of host memory into a new device buffer, synchronously.
-auxstore::Result<DevicePtr> UploadWeights(GpuBackend& gpu, const void* host, size_t bytes) {
+auxstore::Result<DevicePtr> UploadWeights(auxstore_backend_t& backend, const void* host,
+                                          size_t bytes) {
+  GpuBackend& gpu = *backend.gpu;
   AUXSTORE_ASSIGN_OR_RETURN(DevicePtr dev, gpu.Alloc(bytes));
-  Status st = gpu.CopyH2DAsync({static_cast<const uint8_t*>(host), bytes}, dev, 0,
-                               auxstore::kDefaultStream);
-  if (st.ok()) st = gpu.Synchronize(auxstore::kDefaultStream);
+  Status st =
+      gpu.CopyH2DAsync({static_cast<const uint8_t*>(host), bytes}, dev, 0, backend.stream);
+  if (st.ok()) st = gpu.Synchronize(backend.stream);
   if (!st.ok()) {
     (void)gpu.Free(dev);
     return st;
@@ -52,31 +55,35 @@ Status StateInputs(auxstore_backend_t* backend, auxstore_state_t** out) {
 
 extern "C" {
 
-int auxstore_backend_create(int kind, auxstore_backend_t** out, char** errmsg) {
+int auxstore_qsa_block_pool_host(const auxstore_geometry_t* geometry, const void* raw_keys,
+                                 uint64_t ingested, const void* k_pool_k, const void* k_norm_w,
+                                 uint32_t n_blocks, void* block_keys_out, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNull(out, "out"));
-    if (kind < AUXSTORE_BACKEND_AUTO || kind > AUXSTORE_BACKEND_CUDA) {
-      return Status::InvalidArgument("backend kind " + std::to_string(kind) +
-                                     " is not AUTO (0), HOST (1) or CUDA (2)");
+    AUXSTORE_RETURN_IF_ERROR(NotNull(geometry, "geometry"));
+    for (auto [p, name] : {std::pair{raw_keys, "raw_keys"}, std::pair{k_pool_k, "k_pool_k"},
+                           std::pair{k_norm_w, "k_norm_w"},
+                           std::pair<const void*, const char*>{block_keys_out, "block_keys_out"}}) {
+      AUXSTORE_RETURN_IF_ERROR(NotNull(p, name));
     }
-    AUXSTORE_ASSIGN_OR_RETURN(auto gpu,
-                              auxstore::CreateBackend(static_cast<auxstore::BackendKind>(kind)));
-    auto b = std::make_unique<auxstore_backend_t>();
-    b->name = std::string(gpu->name());
-    b->gpu = std::move(gpu);
-    *out = b.release();
-    return Status::Ok();
+    const uint32_t hd = geometry->qsa_hd;
+    if (ingested > geometry->qsa_max_tokens) {
+      return Status::OutOfRange("ingested " + std::to_string(ingested) + " > qsa_max_tokens");
+    }
+    auxstore::QsaBlockPoolArgs a;
+    a.ingested = ingested;
+    a.start = 0;
+    a.n = n_blocks;
+    a.ratio = geometry->qsa_ratio;
+    a.hd = hd;
+    a.rot = geometry->qsa_rot;
+    a.theta = geometry->qsa_theta;
+    a.eps = geometry->qsa_eps;
+    const auto* raw = static_cast<const uint16_t*>(raw_keys);
+    return auxstore::gpu::QsaBlockPoolReference(
+        a, {raw, static_cast<size_t>(ingested) * hd}, {static_cast<const uint16_t*>(k_pool_k), hd},
+        {static_cast<const uint16_t*>(k_norm_w), hd},
+        {static_cast<uint16_t*>(block_keys_out), size_t{n_blocks} * hd});
   });
-}
-
-void auxstore_backend_destroy(auxstore_backend_t* backend) { delete backend; }
-
-int auxstore_backend_kind(const auxstore_backend_t* backend) {
-  return backend != nullptr ? static_cast<int>(backend->gpu->kind()) : -1;
-}
-
-const char* auxstore_backend_name(const auxstore_backend_t* backend) {
-  return backend != nullptr ? backend->name.c_str() : "";
 }
 
 int auxstore_qsa_state_create(auxstore_backend_t* backend, const auxstore_geometry_t* geometry,
@@ -93,10 +100,10 @@ int auxstore_qsa_state_create(auxstore_backend_t* backend, const auxstore_geomet
     s->qsa_hd = geometry->qsa_hd;
     GpuBackend& gpu = *backend->gpu;
     const size_t weight_bytes = size_t{geometry->qsa_hd} * 2;
-    auto q = UploadWeights(gpu, k_pool_k, weight_bytes);
+    auto q = UploadWeights(*backend, k_pool_k, weight_bytes);
     if (!q.ok()) return q.status();
     s->k_pool_k = *q;
-    auto w = UploadWeights(gpu, k_norm_w, weight_bytes);
+    auto w = UploadWeights(*backend, k_norm_w, weight_bytes);
     if (!w.ok()) {
       (void)ReleaseAll(s.get());
       return w.status();
@@ -146,6 +153,124 @@ int auxstore_opaque_state_create(auxstore_backend_t* backend, uint64_t capacity,
   });
 }
 
+int auxstore_qsa_state_borrow(auxstore_backend_t* backend, const auxstore_geometry_t* geometry,
+                              const auxstore_qsa_buffers_t* buffers, uint64_t ingested,
+                              uint64_t pooled, auxstore_state_t** out, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(StateInputs(backend, out));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(geometry, "geometry"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(buffers, "buffers"));
+    if (geometry->qsa_hd == 0) return Status::InvalidArgument("geometry has no QSA (qsa_hd is 0)");
+    const auxstore::QsaLayer layer{auxstore::capi::ToQsa(*geometry), buffers->k_pool_k,
+                                   buffers->k_norm_w};
+    const auxstore::QsaSeqState::Buffers b{buffers->raw_keys, buffers->raw_keys_bytes,
+                                           buffers->block_keys, buffers->block_keys_bytes};
+    AUXSTORE_ASSIGN_OR_RETURN(
+        auto state, auxstore::QsaSeqState::Borrow(*backend->gpu, layer, b, ingested, pooled));
+    auto s = std::make_unique<auxstore_state_t>();
+    s->backend = backend;
+    s->qsa_hd = geometry->qsa_hd;
+    s->state = std::move(state);
+    *out = s.release();
+    return Status::Ok();
+  });
+}
+
+int auxstore_dsa_state_borrow(auxstore_backend_t* backend, const auxstore_geometry_t* geometry,
+                              const auxstore_dsa_buffers_t* buffers, uint64_t len,
+                              auxstore_state_t** out, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(StateInputs(backend, out));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(geometry, "geometry"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(buffers, "buffers"));
+    if (geometry->dsa_index_head_dim == 0) {
+      return Status::InvalidArgument("geometry has no DSA (dsa_index_head_dim is 0)");
+    }
+    if (buffers->capacity_rows == 0 || buffers->capacity_rows > UINT32_MAX) {
+      return Status::InvalidArgument("buffers->capacity_rows must be in 1..2^32-1");
+    }
+    const auxstore::DsaGeometry geo{geometry->dsa_index_head_dim,
+                                    static_cast<uint32_t>(buffers->capacity_rows)};
+    const auxstore::DsaSeqState::Buffers b{buffers->k_normed, buffers->k_normed_bytes,
+                                           buffers->gate,     buffers->gate_bytes,
+                                           buffers->valid,    buffers->valid_bytes};
+    AUXSTORE_ASSIGN_OR_RETURN(auto state,
+                              auxstore::DsaSeqState::Borrow(*backend->gpu, geo, b, len));
+    auto s = std::make_unique<auxstore_state_t>();
+    s->backend = backend;
+    s->state = std::move(state);
+    *out = s.release();
+    return Status::Ok();
+  });
+}
+
+int auxstore_opaque_state_borrow(auxstore_backend_t* backend, uint64_t buffer, uint64_t capacity,
+                                 uint64_t size, auxstore_state_t** out, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(StateInputs(backend, out));
+    AUXSTORE_ASSIGN_OR_RETURN(
+        auto state, auxstore::OpaqueSeqState::Borrow(*backend->gpu, buffer, capacity, size));
+    auto s = std::make_unique<auxstore_state_t>();
+    s->backend = backend;
+    s->state = std::move(state);
+    *out = s.release();
+    return Status::Ok();
+  });
+}
+
+int auxstore_state_buffers(const auxstore_state_t* state, uint64_t ptrs[3], size_t* n,
+                           char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNull(state, "state"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(ptrs, "ptrs"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(n, "n"));
+    switch (state->state->kind()) {
+      case Kind::kQsa: {
+        const auto& q = static_cast<const auxstore::QsaSeqState&>(*state->state);
+        ptrs[0] = q.raw_keys();
+        ptrs[1] = q.block_keys();
+        *n = 2;
+        break;
+      }
+      case Kind::kDsa: {
+        const auto& d = static_cast<const auxstore::DsaSeqState&>(*state->state);
+        ptrs[0] = d.k_normed();
+        ptrs[1] = d.gate();
+        ptrs[2] = d.valid();
+        *n = 3;
+        break;
+      }
+      case Kind::kOpaque:
+        ptrs[0] = static_cast<const auxstore::OpaqueSeqState&>(*state->state).buffer();
+        *n = 1;
+        break;
+    }
+    return Status::Ok();
+  });
+}
+
+int auxstore_state_is_borrowed(const auxstore_state_t* state) {
+  return state != nullptr && !state->state->owned() ? 1 : 0;
+}
+
+int auxstore_state_set_counters(auxstore_state_t* state, uint64_t count, uint64_t pooled,
+                                char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNull(state, "state"));
+    switch (state->state->kind()) {
+      case Kind::kQsa:
+        return static_cast<auxstore::QsaSeqState&>(*state->state).SetCounters(count, pooled);
+      case Kind::kDsa:
+        if (pooled != 0) return Status::InvalidArgument("pooled must be 0 for a DSA state");
+        return static_cast<auxstore::DsaSeqState&>(*state->state).SetLen(count);
+      case Kind::kOpaque:
+        if (pooled != 0) return Status::InvalidArgument("pooled must be 0 for an opaque state");
+        return static_cast<auxstore::OpaqueSeqState&>(*state->state).SetSize(count);
+    }
+    return Status::Internal("unknown state kind");
+  });
+}
+
 int auxstore_state_release(auxstore_state_t* state, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
     if (state == nullptr) return Status::Ok();
@@ -190,10 +315,11 @@ int auxstore_state_load(auxstore_state_t* state, const void* blob, size_t size, 
     if (!state->state->fresh()) {
       return Status::InvalidArgument("state is not fresh (load only into a new state)");
     }
-    AUXSTORE_RETURN_IF_ERROR(
-        state->state->Restore({static_cast<const uint8_t*>(blob), size}, auxstore::kDefaultStream));
+    const auxstore::StreamHandle stream = state->backend->stream;
+    Status st = state->state->Restore({static_cast<const uint8_t*>(blob), size}, stream);
     // The copies read `blob`: it is the caller's again only after this.
-    return state->backend->gpu->Synchronize(auxstore::kDefaultStream);
+    Status sync = state->backend->gpu->Synchronize(stream);
+    return st.ok() ? sync : st;
   });
 }
 
@@ -202,7 +328,7 @@ int auxstore_state_read(const auxstore_state_t* state, void** data, size_t* size
     AUXSTORE_RETURN_IF_ERROR(NotNull(state, "state"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(data, "data"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(size, "size"));
-    AUXSTORE_ASSIGN_OR_RETURN(auto blob, state->state->Snapshot(auxstore::kDefaultStream));
+    AUXSTORE_ASSIGN_OR_RETURN(auto blob, state->state->Snapshot(state->backend->stream));
     return CopyOut(blob.data(), blob.size(), data, size);
   });
 }
@@ -222,7 +348,7 @@ int auxstore_qsa_state_read_block_keys(const auxstore_state_t* state, void** dat
     std::vector<uint8_t> keys(q.pooled() * state->qsa_hd * 2);
     if (!keys.empty()) {
       AUXSTORE_RETURN_IF_ERROR(
-          state->backend->gpu->CopyD2HOnStream(q.block_keys(), 0, keys, auxstore::kDefaultStream));
+          state->backend->gpu->CopyD2HOnStream(q.block_keys(), 0, keys, state->backend->stream));
     }
     return CopyOut(keys.data(), keys.size(), data, size);
   });

@@ -57,6 +57,46 @@ Status Put(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], uint64_t token
   return db->store->PutSnapshot(ns, ToPrefix(prefix), token_count, blobs, put);
 }
 
+Status Longest(auxstore_t* db, uint64_t ns, const uint8_t (*candidates)[16], size_t n,
+               uint64_t lease_ms, size_t* found_index, uint64_t* lease_out) {
+  AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+  if (n > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(candidates, "candidates"));
+  AUXSTORE_RETURN_IF_ERROR(NotNull(found_index, "found_index"));
+  std::vector<auxstore::Prefix> prefixes;
+  prefixes.reserve(n);
+  for (size_t i = 0; i < n; ++i) prefixes.push_back(ToPrefix(candidates[i]));
+  auxstore::LookupOptions o;
+  o.lease = lease_ms > 0;
+  o.lease_ms = lease_ms;
+  AUXSTORE_ASSIGN_OR_RETURN(auto found, db->store->FindLongestPrefix(ns, prefixes, o));
+  if (!found) return Status::NotFound("none of the " + std::to_string(n) + " candidates is stored");
+  *found_index = found->index;
+  if (lease_out != nullptr) *lease_out = found->lease;
+  return Status::Ok();
+}
+
+Status LongestForTokens(auxstore_t* db, uint64_t ns, const uint32_t* tokens, size_t n_tokens,
+                        uint32_t block_size, uint64_t salt, uint64_t lease_ms,
+                        uint8_t prefix_out[16], uint64_t* tokens_out, uint64_t* lease_out) {
+  AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+  if (n_tokens > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(tokens, "tokens"));
+  AUXSTORE_RETURN_IF_ERROR(NotNull(prefix_out, "prefix_out"));
+  AUXSTORE_RETURN_IF_ERROR(NotNull(tokens_out, "tokens_out"));
+  if (block_size == 0) return Status::InvalidArgument("block_size is 0, must be > 0");
+  auxstore::LookupOptions o;
+  o.lease = lease_ms > 0;
+  o.lease_ms = lease_ms;
+  AUXSTORE_ASSIGN_OR_RETURN(
+      auto match, db->store->LongestPrefixForTokens(ns, {tokens, n_tokens}, block_size, salt, o));
+  if (!match) {
+    return Status::NotFound("no stored prefix of the " + std::to_string(n_tokens) + " tokens");
+  }
+  std::memcpy(prefix_out, match->prefix.bytes.data(), 16);
+  *tokens_out = match->tokens;
+  if (lease_out != nullptr) *lease_out = match->lease;
+  return Status::Ok();
+}
+
 }  // namespace
 
 extern "C" {
@@ -114,19 +154,17 @@ int auxstore_put_snapshot_with_digest(auxstore_t* db, uint64_t ns, const uint8_t
 
 int auxstore_longest_prefix(auxstore_t* db, uint64_t ns, const uint8_t (*candidates)[16], size_t n,
                             size_t* found_index, char** errmsg) {
+  return Guard(__func__, errmsg,
+               [&] { return Longest(db, ns, candidates, n, 0, found_index, nullptr); });
+}
+
+int auxstore_longest_prefix_leased(auxstore_t* db, uint64_t ns, const uint8_t (*candidates)[16],
+                                   size_t n, uint64_t lease_ms, size_t* found_index,
+                                   uint64_t* lease_out, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
-    if (n > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(candidates, "candidates"));
-    AUXSTORE_RETURN_IF_ERROR(NotNull(found_index, "found_index"));
-    std::vector<auxstore::Prefix> prefixes;
-    prefixes.reserve(n);
-    for (size_t i = 0; i < n; ++i) prefixes.push_back(ToPrefix(candidates[i]));
-    AUXSTORE_ASSIGN_OR_RETURN(std::optional<size_t> found, db->store->LongestPrefix(ns, prefixes));
-    if (!found) {
-      return Status::NotFound("none of the " + std::to_string(n) + " candidates is stored");
-    }
-    *found_index = *found;
-    return Status::Ok();
+    AUXSTORE_RETURN_IF_ERROR(NotNull(lease_out, "lease_out"));
+    if (lease_ms == 0) return Status::InvalidArgument("lease_ms is 0");
+    return Longest(db, ns, candidates, n, lease_ms, found_index, lease_out);
   });
 }
 
@@ -134,19 +172,126 @@ int auxstore_longest_prefix_for_tokens(auxstore_t* db, uint64_t ns, const uint32
                                        size_t n_tokens, uint32_t block_size, uint64_t salt,
                                        uint8_t prefix_out[16], uint64_t* tokens_out,
                                        char** errmsg) {
+  return Guard(__func__, errmsg, [&] {
+    return LongestForTokens(db, ns, tokens, n_tokens, block_size, salt, 0, prefix_out,
+                            tokens_out, nullptr);
+  });
+}
+
+int auxstore_longest_prefix_for_tokens_leased(auxstore_t* db, uint64_t ns, const uint32_t* tokens,
+                                              size_t n_tokens, uint32_t block_size, uint64_t salt,
+                                              uint64_t lease_ms, uint8_t prefix_out[16],
+                                              uint64_t* tokens_out, uint64_t* lease_out,
+                                              char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNull(lease_out, "lease_out"));
+    if (lease_ms == 0) return Status::InvalidArgument("lease_ms is 0");
+    return LongestForTokens(db, ns, tokens, n_tokens, block_size, salt, lease_ms, prefix_out,
+                            tokens_out, lease_out);
+  });
+}
+
+int auxstore_lease_acquire(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], uint64_t lease_ms,
+                           uint64_t* lease_out, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
     AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
-    if (n_tokens > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(tokens, "tokens"));
-    AUXSTORE_RETURN_IF_ERROR(NotNull(prefix_out, "prefix_out"));
-    AUXSTORE_RETURN_IF_ERROR(NotNull(tokens_out, "tokens_out"));
-    if (block_size == 0) return Status::InvalidArgument("block_size is 0, must be > 0");
-    AUXSTORE_ASSIGN_OR_RETURN(
-        auto match, db->store->LongestPrefixForTokens(ns, {tokens, n_tokens}, block_size, salt));
-    if (!match) {
-      return Status::NotFound("no stored prefix of the " + std::to_string(n_tokens) + " tokens");
+    AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(lease_out, "lease_out"));
+    AUXSTORE_ASSIGN_OR_RETURN(*lease_out, db->store->AcquireLease(ns, ToPrefix(prefix), lease_ms));
+    return Status::Ok();
+  });
+}
+
+int auxstore_lease_release(auxstore_t* db, uint64_t lease, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+    return db->store->ReleaseLease(lease);
+  });
+}
+
+int auxstore_get_manifests(auxstore_t* db, uint64_t ns, const uint8_t (*prefixes)[16], size_t n,
+                           uint8_t* found, uint64_t* token_counts, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+    if (n > 0) {
+      AUXSTORE_RETURN_IF_ERROR(NotNull(prefixes, "prefixes"));
+      AUXSTORE_RETURN_IF_ERROR(NotNull(found, "found"));
     }
-    std::memcpy(prefix_out, match->prefix.bytes.data(), 16);
-    *tokens_out = match->tokens;
+    std::vector<auxstore::Prefix> ps;
+    ps.reserve(n);
+    for (size_t i = 0; i < n; ++i) ps.push_back(ToPrefix(prefixes[i]));
+    AUXSTORE_ASSIGN_OR_RETURN(auto manifests, db->store->GetManifests(ns, ps));
+    for (size_t i = 0; i < n; ++i) {
+      found[i] = manifests[i].has_value() ? 1 : 0;
+      if (token_counts != nullptr) token_counts[i] = manifests[i] ? manifests[i]->token_count : 0;
+    }
+    return Status::Ok();
+  });
+}
+
+int auxstore_read_layers(auxstore_t* db, uint64_t ns, const uint8_t prefix[16],
+                         auxstore_layer_dest_t* dests, size_t n, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
+    if (n > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(dests, "dests"));
+    const auxstore::Prefix p = ToPrefix(prefix);
+    AUXSTORE_ASSIGN_OR_RETURN(auxstore::Manifest m, db->store->GetManifest(ns, p));
+    // Every destination is checked before anything is read.
+    for (size_t i = 0; i < n; ++i) {
+      const std::string at = "dests[" + std::to_string(i) + "]";
+      const auxstore::LayerEntry* e = m.FindLayer(dests[i].layer);
+      if (e == nullptr) {
+        return Status::NotFound(at + ".layer " + std::to_string(dests[i].layer) +
+                                " is not in the snapshot");
+      }
+      if (e->bytes > 0 && dests[i].data == nullptr) {
+        return Status::InvalidArgument(at + ".data is NULL");
+      }
+      if (dests[i].capacity < e->bytes) {
+        return Status::OutOfRange(at + ": layer " + std::to_string(e->layer) + " is " +
+                                  std::to_string(e->bytes) + " bytes, capacity is " +
+                                  std::to_string(dests[i].capacity));
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      AUXSTORE_ASSIGN_OR_RETURN(
+          uint64_t size,
+          db->store->ReadLayerInto(ns, p, dests[i].layer,
+                                   {static_cast<uint8_t*>(dests[i].data), dests[i].capacity}));
+      dests[i].size = size;
+    }
+    return Status::Ok();
+  });
+}
+
+int auxstore_register_namespace_ex(auxstore_t* db, const auxstore_namespace_t* ns,
+                                   uint64_t* ns_out, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(ns, "ns"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(ns_out, "ns_out"));
+    if (ns->struct_size < sizeof(auxstore_namespace_t)) {
+      return Status::InvalidArgument("ns->struct_size is " + std::to_string(ns->struct_size) +
+                                     ", expected sizeof(auxstore_namespace_t)");
+    }
+    AUXSTORE_RETURN_IF_ERROR(NotNull(ns->model_id, "ns->model_id"));
+    if (ns->n_opaque_layers > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(ns->opaque_layers, "ns->opaque_layers"));
+    auxstore::NamespaceSpec spec{ns->model_id, auxstore::capi::ToQsa(ns->geometry),
+                                 auxstore::capi::ToDsa(ns->geometry)};
+    if (ns->weight_revision != nullptr) spec.weight_revision = ns->weight_revision;
+    spec.tp_rank = ns->tp_rank;
+    spec.tp_world_size = ns->tp_world_size == 0 ? 1 : ns->tp_world_size;
+    for (size_t i = 0; i < ns->n_opaque_layers; ++i) {
+      const auxstore_opaque_layer_desc_t& d = ns->opaque_layers[i];
+      if (d.ndim == 0 || d.ndim > 8) {
+        return Status::InvalidArgument("ns->opaque_layers[" + std::to_string(i) + "].ndim is " +
+                                       std::to_string(d.ndim) + ", not 1..8");
+      }
+      spec.opaque_layers.push_back(
+          {d.layer, static_cast<auxstore::DType>(d.dtype), {d.shape, d.shape + d.ndim}});
+    }
+    AUXSTORE_ASSIGN_OR_RETURN(*ns_out, db->store->RegisterNamespace(spec));
     return Status::Ok();
   });
 }

@@ -131,6 +131,45 @@ int auxstore_register_namespace(auxstore_t* db, const char* model_id,
                                 const auxstore_geometry_t* geometry, uint64_t* ns_out,
                                 char** errmsg);
 
+/* Element types of a declared opaque layer (auxstore::DType). */
+enum {
+  AUXSTORE_DTYPE_U8 = 1,
+  AUXSTORE_DTYPE_I8 = 2,
+  AUXSTORE_DTYPE_BF16 = 3,
+  AUXSTORE_DTYPE_F16 = 4,
+  AUXSTORE_DTYPE_F32 = 5,
+  AUXSTORE_DTYPE_I32 = 6,
+  AUXSTORE_DTYPE_F64 = 7,
+  AUXSTORE_DTYPE_I64 = 8
+};
+
+/* An opaque layer's declared shape: a blob of it must be exactly
+ * prod(shape[0..ndim)) * sizeof(dtype) bytes. */
+typedef struct auxstore_opaque_layer_desc_t {
+  uint32_t layer;
+  uint32_t dtype; /* AUXSTORE_DTYPE_* */
+  uint32_t ndim;  /* 1..8 */
+  uint64_t shape[8];
+} auxstore_opaque_layer_desc_t;
+
+/* A namespace's whole identity. Set struct_size = sizeof(auxstore_namespace_t).
+ * weight_revision may be NULL (none); tp_world_size 0 is taken as 1
+ * (unsharded). Every field but geometry.dsa_capacity is part of the id, so
+ * a snapshot of another weight revision or shard is never returned. */
+typedef struct auxstore_namespace_t {
+  size_t struct_size;
+  const char* model_id;
+  const char* weight_revision;
+  uint32_t tp_rank, tp_world_size;
+  auxstore_geometry_t geometry;
+  size_t n_opaque_layers; /* ascending, unique layers */
+  const auxstore_opaque_layer_desc_t* opaque_layers;
+} auxstore_namespace_t;
+
+/* Registers (idempotently) a namespace with its whole identity. */
+int auxstore_register_namespace_ex(auxstore_t* db, const auxstore_namespace_t* ns,
+                                   uint64_t* ns_out, char** errmsg);
+
 /* Writes a snapshot of `n_layers` layers (unique layer indices, each checked
  * against the namespace geometry first; nothing is written on failure). A
  * prefix already stored: OK, nothing written. */
@@ -172,6 +211,50 @@ int auxstore_get_manifest(auxstore_t* db, uint64_t ns, const uint8_t prefix[16],
 int auxstore_get_layer(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], uint32_t layer,
                        void** data, size_t* size, char** errmsg);
 
+/* ---- leases, batched lookups, reads into caller memory ---------------------- */
+/* A lease pins a snapshot against eviction, TTL expiry and compaction until
+ * it is released, a restore given it completes, or `lease_ms` passes (it
+ * never holds capacity forever). Leases belong to this handle; an explicit
+ * erase still removes a leased snapshot. 0 is no lease. */
+int auxstore_lease_acquire(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], uint64_t lease_ms,
+                           uint64_t* lease_out, char** errmsg);
+/* AUXSTORE_NOT_FOUND when the lease is unknown, expired or released. */
+int auxstore_lease_release(auxstore_t* db, uint64_t lease, char** errmsg);
+
+/* auxstore_longest_prefix that also leases what it found, in one step. */
+int auxstore_longest_prefix_leased(auxstore_t* db, uint64_t ns, const uint8_t (*candidates)[16],
+                                   size_t n, uint64_t lease_ms, size_t* found_index,
+                                   uint64_t* lease_out, char** errmsg);
+/* auxstore_longest_prefix_for_tokens that also leases what it found. */
+int auxstore_longest_prefix_for_tokens_leased(auxstore_t* db, uint64_t ns, const uint32_t* tokens,
+                                              size_t n_tokens, uint32_t block_size, uint64_t salt,
+                                              uint64_t lease_ms, uint8_t prefix_out[16],
+                                              uint64_t* tokens_out, uint64_t* lease_out,
+                                              char** errmsg);
+
+/* Which of `n` prefixes are stored, in one batched lookup: found[i] = 1 or 0,
+ * and (when token_counts is not NULL) the token count of each one found.
+ * Counts no hit and changes no recency. */
+int auxstore_get_manifests(auxstore_t* db, uint64_t ns, const uint8_t (*prefixes)[16], size_t n,
+                           uint8_t* found, uint64_t* token_counts, char** errmsg);
+
+/* One layer into memory the caller provides (pinned or not). */
+typedef struct auxstore_layer_dest_t {
+  uint32_t layer;
+  void* data;
+  size_t capacity; /* bytes at data */
+  size_t size;     /* out: the layer's size */
+} auxstore_layer_dest_t;
+
+/* Reads `n` layers of one snapshot straight into the callers' buffers: each
+ * chunk is copied once, from the store's block into `data`, while its
+ * checksum is verified; the whole-blob hash is checked too. No intermediate
+ * allocation. AUXSTORE_OUT_OF_RANGE (before anything is read) when a
+ * capacity is too small; AUXSTORE_CORRUPTION quarantines the snapshot (the
+ * buffers then hold partial bytes). */
+int auxstore_read_layers(auxstore_t* db, uint64_t ns, const uint8_t prefix[16],
+                         auxstore_layer_dest_t* dests, size_t n, char** errmsg);
+
 /* Removes a snapshot (durably: a synced commit). A prefix not stored: OK,
  * nothing changes. */
 int auxstore_erase(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], char** errmsg);
@@ -192,10 +275,52 @@ int auxstore_prefix_hash(const uint32_t* tokens, size_t n_tokens, uint32_t block
 int auxstore_token_digest(const uint32_t* tokens, size_t n_tokens, uint64_t salt, uint8_t out[16],
                           char** errmsg);
 
+/* The CPU reference of the re-pool kernel (design.md section 2): blocks
+ * [0, n_blocks) of `raw_keys` (ingested * qsa_hd bf16) with the layer's
+ * k_pool_k and k_norm_w (qsa_hd bf16 each) into `block_keys_out`
+ * (n_blocks * qsa_hd bf16). What a restore's block keys are checked
+ * against; refused (nothing written) as the kernel's launch would be. */
+int auxstore_qsa_block_pool_host(const auxstore_geometry_t* geometry, const void* raw_keys,
+                                 uint64_t ingested, const void* k_pool_k, const void* k_norm_w,
+                                 uint32_t n_blocks, void* block_keys_out, char** errmsg);
+
 /* ---- backends and device states ------------------------------------------------ */
 /* AUXSTORE_BACKEND_AUTO: CUDA when built and a device is present, else the
- * host backend. AUXSTORE_BACKEND_CUDA without one: AUXSTORE_UNAVAILABLE. */
+ * host backend. AUXSTORE_BACKEND_CUDA without one: AUXSTORE_UNAVAILABLE.
+ * Bound to the calling thread's current CUDA device. */
 int auxstore_backend_create(int kind, auxstore_backend_t** out, char** errmsg);
+/* The same, bound to CUDA device `device` (every call of the backend runs
+ * on it; AUXSTORE_INVALID_ARGUMENT for an index that does not exist). The
+ * host backend ignores it. */
+int auxstore_backend_create_on_device(int kind, int device, auxstore_backend_t** out,
+                                      char** errmsg);
+/* The device index the backend is bound to (0 for host); -1 for NULL. */
+int auxstore_backend_device(const auxstore_backend_t* backend);
+
+/* ---- device memory, streams ---------------------------------------------------
+ * Device addresses and streams are plain integers. On the CUDA backend a
+ * device address is a CUdeviceptr and a stream a cudaStream_t: pass the
+ * engine's own (cudaMalloc'd buffers, its streams) as they are. On the host
+ * backend device memory is host memory handed out by auxstore_device_alloc
+ * (auxstore checks every copy against it) and streams are in-order executors
+ * from auxstore_stream_create. Stream 0 is the legacy default stream:
+ * auxstore itself never uses it. */
+int auxstore_device_alloc(auxstore_backend_t* backend, size_t bytes, uint64_t* ptr_out,
+                          char** errmsg);
+int auxstore_device_free(auxstore_backend_t* backend, uint64_t ptr, char** errmsg);
+/* Copies `bytes` host bytes to ptr+offset, asynchronously on `stream`:
+ * `src` must stay valid until the stream has passed the copy. */
+int auxstore_device_copy_h2d(auxstore_backend_t* backend, uint64_t ptr, uint64_t offset,
+                             const void* src, size_t bytes, uint64_t stream, char** errmsg);
+/* Copies ptr+offset to `dst` after the stream's earlier work; returns once
+ * the bytes are in `dst`. */
+int auxstore_device_copy_d2h(auxstore_backend_t* backend, void* dst, uint64_t ptr, uint64_t offset,
+                             size_t bytes, uint64_t stream, char** errmsg);
+/* A new stream (non-blocking on CUDA). */
+int auxstore_stream_create(auxstore_backend_t* backend, uint64_t* stream_out, char** errmsg);
+/* Waits for the stream's work, then destroys it. */
+int auxstore_stream_destroy(auxstore_backend_t* backend, uint64_t stream, char** errmsg);
+int auxstore_stream_synchronize(auxstore_backend_t* backend, uint64_t stream, char** errmsg);
 /* Destroy states and pipelines using it first. NULL is a no-op. */
 void auxstore_backend_destroy(auxstore_backend_t* backend);
 /* AUXSTORE_BACKEND_HOST or AUXSTORE_BACKEND_CUDA; -1 for NULL. */
@@ -215,6 +340,46 @@ int auxstore_dsa_state_create(auxstore_backend_t* backend, const auxstore_geomet
 /* A fresh opaque state holding up to `capacity` bytes. */
 int auxstore_opaque_state_create(auxstore_backend_t* backend, uint64_t capacity,
                                  auxstore_state_t** out, char** errmsg);
+/* ---- engine-owned (borrowed) states --------------------------------------------
+ * The engine's own device buffers for one layer of one sequence, and its
+ * current counters. auxstore restores into them and snapshots from them,
+ * checks every copy against the sizes given here, and never frees them:
+ * auxstore_state_release frees only the handle. A restore needs the
+ * counters 0; a snapshot takes what they say. */
+typedef struct auxstore_qsa_buffers_t {
+  uint64_t raw_keys, raw_keys_bytes;     /* >= qsa_max_tokens * qsa_hd * 2 bytes */
+  uint64_t block_keys, block_keys_bytes; /* >= qsa_max_tokens / qsa_ratio * qsa_hd * 2 */
+  uint64_t k_pool_k, k_norm_w;           /* the layer's weights: qsa_hd bf16 each, on the device */
+} auxstore_qsa_buffers_t;
+int auxstore_qsa_state_borrow(auxstore_backend_t* backend, const auxstore_geometry_t* geometry,
+                              const auxstore_qsa_buffers_t* buffers, uint64_t ingested,
+                              uint64_t pooled, auxstore_state_t** out, char** errmsg);
+
+typedef struct auxstore_dsa_buffers_t {
+  uint64_t capacity_rows;            /* rows every buffer holds */
+  uint64_t k_normed, k_normed_bytes; /* >= capacity_rows * dsa_index_head_dim * 2 */
+  uint64_t gate, gate_bytes;         /* >= capacity_rows * dsa_index_head_dim * 2 */
+  uint64_t valid, valid_bytes;       /* >= capacity_rows */
+} auxstore_dsa_buffers_t;
+int auxstore_dsa_state_borrow(auxstore_backend_t* backend, const auxstore_geometry_t* geometry,
+                              const auxstore_dsa_buffers_t* buffers, uint64_t len,
+                              auxstore_state_t** out, char** errmsg);
+
+int auxstore_opaque_state_borrow(auxstore_backend_t* backend, uint64_t buffer, uint64_t capacity,
+                                 uint64_t size, auxstore_state_t** out, char** errmsg);
+
+/* A state's device buffers: QSA raw_keys, block_keys; DSA k_normed, gate,
+ * valid; opaque buffer. *n receives how many (2, 3 or 1). */
+int auxstore_state_buffers(const auxstore_state_t* state, uint64_t ptrs[3], size_t* n,
+                           char** errmsg);
+/* 1 when the engine owns the state's buffers (a borrowed state), else 0. */
+int auxstore_state_is_borrowed(const auxstore_state_t* state);
+/* The engine reports what its own kernels wrote: QSA ingested / pooled,
+ * DSA len, opaque size (pooled must be 0 for those), checked as a restored
+ * header is. */
+int auxstore_state_set_counters(auxstore_state_t* state, uint64_t count, uint64_t pooled,
+                                char** errmsg);
+
 /* Frees the state's device memory and the handle (gone even when an error
  * is returned: the first failure freeing a buffer). NULL: AUXSTORE_OK. */
 int auxstore_state_release(auxstore_state_t* state, char** errmsg);
@@ -258,6 +423,114 @@ int auxstore_restore(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t p
 /* The same, waiting for the result. */
 int auxstore_restore_wait(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t prefix[16],
                           const auxstore_restore_target_t* targets, size_t n, char** errmsg);
+
+/* ---- pipeline options, stats, write-behind snapshots ------------------------- */
+typedef struct auxstore_pipeline_options_t {
+  size_t struct_size; /* sizeof(auxstore_pipeline_options_t) */
+  size_t staging_buffers;
+  size_t staging_bytes; /* >= the store's chunk size */
+  size_t io_threads;
+  size_t restore_read_ahead;
+  size_t snapshot_queue;
+  uint64_t snapshot_bytes;
+} auxstore_pipeline_options_t;
+/* Fills the defaults (4 x 4 MiB staging, 2 I/O threads, 2 layers in flight,
+ * 8 snapshots and 64 MiB queued). */
+void auxstore_pipeline_options_init(auxstore_pipeline_options_t* options);
+/* auxstore_pipeline_create with options (NULL: the defaults). */
+int auxstore_pipeline_create_with(auxstore_t* db, auxstore_backend_t* backend,
+                                  const auxstore_pipeline_options_t* options,
+                                  auxstore_pipeline_t** out, char** errmsg);
+/* The pipeline's own stream (restores started without a stream run on it). */
+uint64_t auxstore_pipeline_stream(const auxstore_pipeline_t* pipeline);
+
+#define AUXSTORE_LATENCY_BUCKETS 24
+typedef struct auxstore_pipeline_stats_t {
+  uint64_t restores_ok, restores_failed, restores_cancelled, restores_running, bytes_restored;
+  uint64_t snapshots_accepted, snapshots_shed, snapshots_written, snapshots_failed;
+  uint64_t bytes_snapshotted, staging_waits;
+  /* Restores that succeeded, by latency: bucket i counts [2^i, 2^(i+1)) us,
+   * the last one everything above; and the sum. */
+  uint64_t restore_latency_us[AUXSTORE_LATENCY_BUCKETS];
+  uint64_t restore_latency_us_sum;
+} auxstore_pipeline_stats_t;
+int auxstore_pipeline_stats(const auxstore_pipeline_t* pipeline, auxstore_pipeline_stats_t* out,
+                            char** errmsg);
+
+typedef struct auxstore_snapshot_source_t {
+  uint32_t layer;
+  const auxstore_state_t* state;
+} auxstore_snapshot_source_t;
+/* Write-behind snapshot: the sources' bytes are copied D2H on `stream` (the
+ * engine's, ordered after the kernels that wrote them) into pinned memory
+ * and written to the store off the caller's thread. AUXSTORE_OK: accepted
+ * (the sources may change once `stream` passed the copies).
+ * AUXSTORE_CAPACITY: shed (the write-behind queue or its memory is full),
+ * nothing enqueued, counted in snapshots_shed: the engine never blocks. */
+int auxstore_snapshot(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t prefix[16],
+                      uint64_t token_count, const auxstore_snapshot_source_t* sources, size_t n,
+                      uint64_t stream, char** errmsg);
+/* Waits until every accepted snapshot is written; the first write error
+ * since the last flush. */
+int auxstore_pipeline_flush(auxstore_pipeline_t* pipeline, char** errmsg);
+
+/* ---- restores with a handle ---------------------------------------------------- */
+typedef struct auxstore_restore_handle_t auxstore_restore_handle_t;
+/* Called once per layer when its bytes (and QSA re-pool) are on the device,
+ * on a backend thread (CUDA's callback thread): it must not block or call
+ * auxstore or the CUDA runtime. */
+typedef void (*auxstore_layer_done_fn)(void* arg, uint32_t layer);
+
+typedef struct auxstore_restore_options_t {
+  size_t struct_size; /* sizeof(auxstore_restore_options_t) */
+  int use_stream;     /* 1: run on `stream` (not 0); 0: the pipeline's own stream */
+  uint64_t stream;
+  uint64_t lease; /* released when the restore completes; 0: none */
+  auxstore_layer_done_fn on_layer;
+  void* on_layer_arg;
+  auxstore_restore_done_fn done; /* may be NULL */
+  void* done_arg;
+} auxstore_restore_options_t;
+void auxstore_restore_options_init(auxstore_restore_options_t* options);
+
+/* Starts a restore into `n` fresh target states. AUXSTORE_OK: started, *out
+ * is its handle (release it with auxstore_restore_handle_release); errors
+ * found later (a missing snapshot, corruption) are the handle's result. The
+ * targets must not be used or released until the restore is done. On failure
+ * no counter moves. */
+int auxstore_restore_start(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t prefix[16],
+                           const auxstore_restore_target_t* targets, size_t n,
+                           const auxstore_restore_options_t* options,
+                           auxstore_restore_handle_t** out, char** errmsg);
+/* 1 when done, 0 while running (-1 for NULL). */
+int auxstore_restore_poll(const auxstore_restore_handle_t* handle);
+/* Waits until done; the restore's result. */
+int auxstore_restore_join(auxstore_restore_handle_t* handle, char** errmsg);
+/* Asks it to stop; it then ends with AUXSTORE_UNAVAILABLE ("cancelled")
+ * unless it already committed. Returns at once. */
+void auxstore_restore_cancel(auxstore_restore_handle_t* handle);
+/* 1 when `layer`'s bytes (and re-pool) are on the device, else 0. */
+int auxstore_restore_layer_done(const auxstore_restore_handle_t* handle, uint32_t layer);
+/* Waits until `layer` is done (AUXSTORE_OK) or the restore failed before it
+ * (its error). Counters are still committed only when the whole restore is. */
+int auxstore_restore_wait_layer(auxstore_restore_handle_t* handle, uint32_t layer,
+                                char** errmsg);
+/* Makes the engine's `stream` wait, on the device, for `layer` (or, with
+ * the _all variant, every layer). Blocks the host only until the layer's
+ * work is enqueued, not until it completes. */
+int auxstore_restore_stream_wait_layer(auxstore_restore_handle_t* handle, uint32_t layer,
+                                       uint64_t stream, char** errmsg);
+int auxstore_restore_stream_wait_all(auxstore_restore_handle_t* handle, uint64_t stream,
+                                     char** errmsg);
+/* The layers done so far, ascending, up to `capacity`; *n receives how many
+ * (AUXSTORE_OUT_OF_RANGE, with *n set, when capacity is too small). For a
+ * failed restore: which layers' bytes were restored. */
+int auxstore_restore_layers_done(const auxstore_restore_handle_t* handle, uint32_t* layers,
+                                 size_t capacity, size_t* n, char** errmsg);
+/* Frees the handle. A restore still running goes on (keep its targets until
+ * it is done: pass a done callback, or join first). NULL is a no-op. Release
+ * handles before their backend. */
+void auxstore_restore_handle_release(auxstore_restore_handle_t* handle);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,0 +1,304 @@
+// Pipelines through the C ABI: options and stats, write-behind snapshots,
+// restores (with a callback, waiting, or through a handle).
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "auxstore/c.h"
+#include "capi/c_convert.h"
+#include "capi/c_errors.h"
+#include "capi/c_handles.h"
+
+using auxstore::Status;
+using auxstore::capi::Guard;
+using auxstore::capi::NotNull;
+
+namespace {
+
+// Checks the C targets and maps them by layer.
+Status ToTargets(const auxstore_pipeline_t* p, const auxstore_restore_target_t* targets, size_t n,
+                 auxstore::RestoreTargets* out) {
+  if (n == 0) return Status::InvalidArgument("no restore targets (n is 0)");
+  AUXSTORE_RETURN_IF_ERROR(NotNull(targets, "targets"));
+  for (size_t i = 0; i < n; ++i) {
+    const std::string at = "targets[" + std::to_string(i) + "]";
+    const auxstore_state_t* s = targets[i].state;
+    if (s == nullptr) return Status::InvalidArgument(at + ".state is NULL");
+    if (s->backend != p->backend) {
+      return Status::InvalidArgument(at + ".state lives on another backend than the pipeline's");
+    }
+    if (!out->emplace(targets[i].layer, s->state.get()).second) {
+      return Status::InvalidArgument(at + ".layer " + std::to_string(targets[i].layer) +
+                                     " repeats an earlier target's layer");
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckRestore(const auxstore_pipeline_t* p, const uint8_t* prefix,
+                    const auxstore_restore_target_t* targets, size_t n,
+                    auxstore::RestoreTargets* out) {
+  AUXSTORE_RETURN_IF_ERROR(NotNull(p, "pipeline"));
+  AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
+  return ToTargets(p, targets, n, out);
+}
+
+}  // namespace
+
+extern "C" {
+
+void auxstore_pipeline_options_init(auxstore_pipeline_options_t* options) {
+  if (options == nullptr) return;
+  const auxstore::PipelineOptions d;
+  *options = {sizeof(auxstore_pipeline_options_t),
+              d.staging_buffers,
+              d.staging_bytes,
+              d.io_threads,
+              d.restore_read_ahead,
+              d.snapshot_queue,
+              d.snapshot_bytes};
+}
+
+int auxstore_pipeline_create_with(auxstore_t* db, auxstore_backend_t* backend,
+                                  const auxstore_pipeline_options_t* options,
+                                  auxstore_pipeline_t** out, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNull(db, "db"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(backend, "backend"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(out, "out"));
+    auxstore::PipelineOptions o;
+    if (options != nullptr) {
+      if (options->struct_size < sizeof(auxstore_pipeline_options_t)) {
+        return Status::InvalidArgument(
+            "options->struct_size is " + std::to_string(options->struct_size) +
+            ": call auxstore_pipeline_options_init first");
+      }
+      o = {options->staging_buffers, options->staging_bytes,  options->io_threads,
+           options->restore_read_ahead, options->snapshot_queue, options->snapshot_bytes};
+      if (o.staging_bytes < db->options.chunk_bytes) {
+        return Status::InvalidArgument("options->staging_bytes " +
+                                       std::to_string(o.staging_bytes) +
+                                       " is below the store's chunk size " +
+                                       std::to_string(db->options.chunk_bytes));
+      }
+    } else {
+      // A staging buffer must hold one store chunk.
+      o.staging_bytes = std::max<size_t>(o.staging_bytes, db->options.chunk_bytes);
+    }
+    AUXSTORE_ASSIGN_OR_RETURN(auto pipeline,
+                              auxstore::GpuPipeline::Create(*db->store, *backend->gpu, o));
+    auto p = std::make_unique<auxstore_pipeline_t>();
+    p->backend = backend;
+    p->pipeline = std::move(pipeline);
+    *out = p.release();
+    return Status::Ok();
+  });
+}
+
+int auxstore_pipeline_create(auxstore_t* db, auxstore_backend_t* backend, auxstore_pipeline_t** out,
+                             char** errmsg) {
+  return auxstore_pipeline_create_with(db, backend, nullptr, out, errmsg);
+}
+
+uint64_t auxstore_pipeline_stream(const auxstore_pipeline_t* pipeline) {
+  return pipeline != nullptr ? pipeline->pipeline->stream() : 0;
+}
+
+int auxstore_pipeline_stats(const auxstore_pipeline_t* pipeline, auxstore_pipeline_stats_t* out,
+                            char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNull(pipeline, "pipeline"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(out, "out"));
+    static_assert(AUXSTORE_LATENCY_BUCKETS == auxstore::PipelineStats::kLatencyBuckets);
+    const auxstore::PipelineStats s = pipeline->pipeline->stats();
+    *out = {};
+    out->restores_ok = s.restores_ok;
+    out->restores_failed = s.restores_failed;
+    out->restores_cancelled = s.restores_cancelled;
+    out->restores_running = s.restores_running;
+    out->bytes_restored = s.bytes_restored;
+    out->snapshots_accepted = s.snapshots_accepted;
+    out->snapshots_shed = s.snapshots_shed;
+    out->snapshots_written = s.snapshots_written;
+    out->snapshots_failed = s.snapshots_failed;
+    out->bytes_snapshotted = s.bytes_snapshotted;
+    out->staging_waits = s.staging_waits;
+    std::memcpy(out->restore_latency_us, s.restore_latency_us, sizeof out->restore_latency_us);
+    out->restore_latency_us_sum = s.restore_latency_us_sum;
+    return Status::Ok();
+  });
+}
+
+int auxstore_snapshot(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t prefix[16],
+                      uint64_t token_count, const auxstore_snapshot_source_t* sources, size_t n,
+                      uint64_t stream, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNull(pipeline, "pipeline"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
+    if (n == 0) return Status::InvalidArgument("no snapshot sources (n is 0)");
+    AUXSTORE_RETURN_IF_ERROR(NotNull(sources, "sources"));
+    auxstore::SnapshotSources map;
+    for (size_t i = 0; i < n; ++i) {
+      const std::string at = "sources[" + std::to_string(i) + "]";
+      const auxstore_state_t* s = sources[i].state;
+      if (s == nullptr) return Status::InvalidArgument(at + ".state is NULL");
+      if (s->backend != pipeline->backend) {
+        return Status::InvalidArgument(at + ".state lives on another backend than the pipeline's");
+      }
+      if (!map.emplace(sources[i].layer, s->state.get()).second) {
+        return Status::InvalidArgument(at + ".layer " + std::to_string(sources[i].layer) +
+                                       " repeats an earlier source's layer");
+      }
+    }
+    return pipeline->pipeline->Snapshot(ns, auxstore::capi::ToPrefix(prefix), token_count, map,
+                                        stream);
+  });
+}
+
+int auxstore_pipeline_flush(auxstore_pipeline_t* pipeline, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNull(pipeline, "pipeline"));
+    return pipeline->pipeline->Flush();
+  });
+}
+
+void auxstore_pipeline_destroy(auxstore_pipeline_t* pipeline) { delete pipeline; }
+
+int auxstore_restore(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t prefix[16],
+                     const auxstore_restore_target_t* targets, size_t n,
+                     auxstore_restore_done_fn done, void* arg, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    auxstore::RestoreTargets map;
+    AUXSTORE_RETURN_IF_ERROR(CheckRestore(pipeline, prefix, targets, n, &map));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(reinterpret_cast<const void*>(done), "done"));
+    (void)pipeline->pipeline->StartRestore(ns, auxstore::capi::ToPrefix(prefix), std::move(map),
+                                           {}, [done, arg](Status st) {
+                                             done(arg, static_cast<int>(st.code()),
+                                                  st.ok() ? nullptr : st.message().c_str());
+                                           });
+    return Status::Ok();
+  });
+}
+
+int auxstore_restore_wait(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t prefix[16],
+                          const auxstore_restore_target_t* targets, size_t n, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    auxstore::RestoreTargets map;
+    AUXSTORE_RETURN_IF_ERROR(CheckRestore(pipeline, prefix, targets, n, &map));
+    return pipeline->pipeline->StartRestore(ns, auxstore::capi::ToPrefix(prefix), std::move(map))
+        ->Wait();
+  });
+}
+
+void auxstore_restore_options_init(auxstore_restore_options_t* options) {
+  if (options == nullptr) return;
+  *options = {};
+  options->struct_size = sizeof(auxstore_restore_options_t);
+}
+
+int auxstore_restore_start(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t prefix[16],
+                           const auxstore_restore_target_t* targets, size_t n,
+                           const auxstore_restore_options_t* options,
+                           auxstore_restore_handle_t** out, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    auxstore::RestoreTargets map;
+    AUXSTORE_RETURN_IF_ERROR(CheckRestore(pipeline, prefix, targets, n, &map));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(out, "out"));
+    auxstore::RestoreOptions o;
+    auxstore::RestoreCallback done;
+    if (options != nullptr) {
+      if (options->struct_size < sizeof(auxstore_restore_options_t)) {
+        return Status::InvalidArgument("options->struct_size is " +
+                                       std::to_string(options->struct_size) +
+                                       ": call auxstore_restore_options_init first");
+      }
+      if (options->use_stream) {
+        if (options->stream == 0) {
+          return Status::InvalidArgument(
+              "options->stream is 0, the legacy default stream, which a restore never uses");
+        }
+        o.stream = options->stream;
+      }
+      o.lease = options->lease;
+      if (auto fn = options->on_layer) {
+        void* arg = options->on_layer_arg;
+        o.on_layer = [fn, arg](uint32_t layer) { fn(arg, layer); };
+      }
+      if (auto fn = options->done) {
+        void* arg = options->done_arg;
+        done = [fn, arg](Status st) {
+          fn(arg, static_cast<int>(st.code()), st.ok() ? nullptr : st.message().c_str());
+        };
+      }
+    }
+    auto h = std::make_unique<auxstore_restore_handle_t>();
+    h->handle = pipeline->pipeline->StartRestore(ns, auxstore::capi::ToPrefix(prefix),
+                                                 std::move(map), o, std::move(done));
+    *out = h.release();
+    return Status::Ok();
+  });
+}
+
+int auxstore_restore_poll(const auxstore_restore_handle_t* handle) {
+  return handle != nullptr ? (handle->handle->done() ? 1 : 0) : -1;
+}
+
+int auxstore_restore_join(auxstore_restore_handle_t* handle, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNull(handle, "handle"));
+    return handle->handle->Wait();
+  });
+}
+
+void auxstore_restore_cancel(auxstore_restore_handle_t* handle) {
+  if (handle != nullptr) handle->handle->Cancel();
+}
+
+int auxstore_restore_layer_done(const auxstore_restore_handle_t* handle, uint32_t layer) {
+  return handle != nullptr && handle->handle->LayerDone(layer) ? 1 : 0;
+}
+
+int auxstore_restore_wait_layer(auxstore_restore_handle_t* handle, uint32_t layer,
+                                char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNull(handle, "handle"));
+    return handle->handle->WaitLayer(layer);
+  });
+}
+
+int auxstore_restore_stream_wait_layer(auxstore_restore_handle_t* handle, uint32_t layer,
+                                       uint64_t stream, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNull(handle, "handle"));
+    return handle->handle->StreamWaitLayer(layer, stream);
+  });
+}
+
+int auxstore_restore_stream_wait_all(auxstore_restore_handle_t* handle, uint64_t stream,
+                                     char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNull(handle, "handle"));
+    return handle->handle->StreamWaitAll(stream);
+  });
+}
+
+int auxstore_restore_layers_done(const auxstore_restore_handle_t* handle, uint32_t* layers,
+                                 size_t capacity, size_t* n, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNull(handle, "handle"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(n, "n"));
+    if (capacity > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(layers, "layers"));
+    const std::vector<uint32_t> done = handle->handle->LayersDone();
+    *n = done.size();
+    if (done.size() > capacity) {
+      return Status::OutOfRange(std::to_string(done.size()) + " layers are done; capacity is " +
+                                std::to_string(capacity));
+    }
+    std::copy(done.begin(), done.end(), layers);
+    return Status::Ok();
+  });
+}
+
+void auxstore_restore_handle_release(auxstore_restore_handle_t* handle) { delete handle; }
+
+}  // extern "C"
