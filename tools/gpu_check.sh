@@ -11,7 +11,7 @@
 #         -DCMAKE_BUILD_TYPE=Release
 #   cmake --build build-cuda -j2 --target gpu_cuda_test gpu_kernel_test \
 #     gpu_host_backend_test gpu_seq_state_test pipeline_staging_test pipeline_test \
-#     pipeline_concurrency_test gpu_restore_bench
+#     pipeline_concurrency_test cuda_engine_test engine_flow_test gpu_restore_bench
 #   ../shared/tools/pack-for-device .device build-cuda/tests/gpu/gpu_{cuda,kernel,...}
 #   strip .device/bin/*          # the device call carries 64 MiB at most
 #
@@ -73,6 +73,25 @@ run_test gpu_cuda_test
 if grep -q '^\[  SKIPPED \]' "$out/gpu_cuda_test.log" 2>/dev/null; then
   fail "gpu_cuda_test skipped tests: the CUDA backend found no usable device"
   grep -m3 -i 'skip\|cuda' "$out/gpu_cuda_test.log" | tee -a "$out/summary.txt"
+fi
+# The engine-fit flow on the GPU: cudaMalloc'd engine buffers and the
+# engine's own non-default stream, in C++ and through the C ABI (two
+# processes across a restart).
+run_test cuda_engine_test
+if grep -q '^\[  SKIPPED \]' "$out/cuda_engine_test.log" 2>/dev/null; then
+  fail "cuda_engine_test skipped: no usable device"
+fi
+if [[ -x "$pack/bin/engine_flow_test" ]]; then
+  rc=0
+  AUXSTORE_ENGINE_FLOW_BACKEND=cuda timeout "$(left 90)" "$pack/run" engine_flow_test \
+    >"$out/engine_flow_test.log" 2>&1 || rc=$?
+  if ((rc == 0)) && grep -q 'engine_flow_test: passed' "$out/engine_flow_test.log"; then
+    note "PASS engine_flow_test (CUDA backend)"
+  else
+    fail "engine_flow_test on CUDA: exit $rc (see engine_flow_test.log)"
+  fi
+else
+  fail "engine_flow_test: missing from the pack"
 fi
 for t in gpu_kernel_test gpu_host_backend_test gpu_seq_state_test pipeline_staging_test \
          pipeline_test pipeline_concurrency_test; do

@@ -1,10 +1,12 @@
 // The example's model: its namespace geometry, the layers of a sequence, and
-// fresh device states for them (what an engine allocates per sequence).
+// the engine-owned device buffers of a sequence (what an engine allocates
+// per sequence), which auxstore borrows to restore into and snapshot from.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "auxstore/gpu_pipeline.h"
 #include "auxstore/seq_state.h"
@@ -18,12 +20,23 @@ inline constexpr uint64_t kOpaqueCapacity = 4096;
 
 auxstore::NamespaceSpec ModelSpec();
 
-// One sequence's per-layer states. Owns them; Release() frees device memory.
+// One sequence's per-layer states over device buffers the engine owns:
+// auxstore's states borrow them, the engine frees them (Free).
 struct SequenceStates {
   std::map<uint32_t, std::unique_ptr<auxstore::SeqState>> layers;
+  std::vector<auxstore::DevicePtr> buffers;  // the engine's allocations
+  auxstore::GpuBackend* gpu = nullptr;
+
+  SequenceStates() = default;
+  SequenceStates(SequenceStates&&) = default;
+  SequenceStates& operator=(SequenceStates&&) = default;
+  ~SequenceStates() { (void)Free(); }
 
   auxstore::RestoreTargets targets() const;
   auxstore::SnapshotSources sources() const;
+  // Drops the states, then frees the engine's buffers. No device work may
+  // still use them.
+  auxstore::Status Free();
 };
 
 // The layer weights QSA states share, uploaded once.
@@ -32,15 +45,20 @@ class Model {
   static auxstore::Result<std::unique_ptr<Model>> Create(auxstore::GpuBackend& gpu);
   ~Model();
 
-  // Empty states for every layer, ready to be filled or restored into.
+  // Fresh engine buffers for every layer, borrowed by empty states, ready
+  // to be filled or restored into.
   auxstore::Result<SequenceStates> FreshStates() const;
   auxstore::GpuBackend& gpu() const { return gpu_; }
   const auxstore::QsaLayer& qsa_layer() const { return qsa_; }
+  // The engine's compute stream: its prefill copies, snapshot D2H copies and
+  // the waits on restored layers run here (never the legacy default stream).
+  auxstore::StreamHandle stream() const { return stream_; }
 
  private:
   explicit Model(auxstore::GpuBackend& gpu) : gpu_(gpu) {}
   auxstore::GpuBackend& gpu_;
   auxstore::QsaLayer qsa_;
+  auxstore::StreamHandle stream_ = auxstore::kDefaultStream;
 };
 
 }  // namespace tiered

@@ -50,8 +50,7 @@ auxstore::Result<std::vector<uint8_t>> ReadBlockKeys(const Model& model,
   const auto& q = static_cast<const auxstore::QsaSeqState&>(state);
   std::vector<uint8_t> keys(q.pooled() * model.qsa_layer().geometry.hd * 2);
   if (!keys.empty()) {
-    AUXSTORE_RETURN_IF_ERROR(
-        model.gpu().CopyD2HOnStream(q.block_keys(), 0, keys, auxstore::kDefaultStream));
+    AUXSTORE_RETURN_IF_ERROR(model.gpu().CopyD2HOnStream(q.block_keys(), 0, keys, model.stream()));
   }
   return keys;
 }
@@ -91,10 +90,10 @@ auxstore::Result<SequenceStates> Prefill(const Model& model, std::span<const uin
   AUXSTORE_ASSIGN_OR_RETURN(SequenceStates states, model.FreshStates());
   const auto blobs = PrefillBlobs(tokens);
   for (const auto& [layer, blob] : blobs) {
-    AUXSTORE_RETURN_IF_ERROR(states.layers.at(layer)->Restore(blob, auxstore::kDefaultStream));
+    AUXSTORE_RETURN_IF_ERROR(states.layers.at(layer)->Restore(blob, model.stream()));
   }
   // The blobs die here: the copies must be done.
-  AUXSTORE_RETURN_IF_ERROR(model.gpu().Synchronize(auxstore::kDefaultStream));
+  AUXSTORE_RETURN_IF_ERROR(model.gpu().Synchronize(model.stream()));
   return states;
 }
 
@@ -102,8 +101,7 @@ auxstore::Status CheckSameAsPrefill(const Model& model, const SequenceStates& st
                                     std::span<const uint32_t> tokens) {
   const auto want = PrefillBlobs(tokens);
   for (const auto& [layer, blob] : want) {
-    AUXSTORE_ASSIGN_OR_RETURN(auto have,
-                              states.layers.at(layer)->Snapshot(auxstore::kDefaultStream));
+    AUXSTORE_ASSIGN_OR_RETURN(auto have, states.layers.at(layer)->Snapshot(model.stream()));
     if (have != blob) {
       return auxstore::Status::Corruption("layer " + std::to_string(layer) +
                                           " differs: " + std::to_string(have.size()) +

@@ -42,16 +42,29 @@ auxstore::Result<LookupResult> TieredPrefixCache::Lookup(std::span<const uint32_
     ++stats_.memory_hits;
     return LookupResult{Tier::kMemory, lru_.front().tokens, &lru_.front().states};
   }
-  // Store: restore into fresh states, then promote.
-  AUXSTORE_ASSIGN_OR_RETURN(auto match,
-                            store_.LongestPrefixForTokens(ns_, tokens, kBlockTokens, kSalt));
+  // Store: the longest stored prefix, leased so eviction cannot take it
+  // before the restore; restore into fresh engine buffers, then promote.
+  auxstore::LookupOptions lookup;
+  lookup.lease = true;
+  AUXSTORE_ASSIGN_OR_RETURN(
+      auto match, store_.LongestPrefixForTokens(ns_, tokens, kBlockTokens, kSalt, lookup));
   if (!match) {
     ++stats_.misses;
     return LookupResult{};
   }
   AUXSTORE_ASSIGN_OR_RETURN(SequenceStates states, model_.FreshStates());
-  auxstore::Status restored =
-      pipeline_.Restore(ns_, match->prefix, states.targets(), auxstore::kDefaultStream).get();
+  auxstore::RestoreOptions restore;
+  restore.lease = match->lease;  // released when the restore completes
+  auto handle = pipeline_.StartRestore(ns_, match->prefix, states.targets(), restore);
+  // Layer-wise: the engine's stream waits on the device for each layer as it
+  // lands, so layer L's compute could start while later layers still
+  // stream (here the compute is the CheckSameAsPrefill of the caller).
+  for (const auto& [layer, state] : states.layers) {
+    if (!handle->StreamWaitLayer(layer, model_.stream()).ok()) break;
+    ++stats_.layers_streamed;
+  }
+  auxstore::Status restored = handle->Wait();
+  if (restored.ok()) restored = model_.gpu().Synchronize(model_.stream());
   if (!restored.ok()) {
     // A corrupt snapshot is quarantined by the pipeline; either way the
     // engine recomputes, as on a miss.
@@ -87,20 +100,24 @@ auxstore::Status TieredPrefixCache::Add(Entry entry) {
 auxstore::Status TieredPrefixCache::EvictOldest() {
   Entry& victim = lru_.back();
   if (!victim.in_store) {
-    const auto sources = victim.states.sources();
-    auxstore::Status st =
-        pipeline_.Snapshot(ns_, victim.prefix, victim.tokens, sources, auxstore::kDefaultStream);
-    if (st.code() == auxstore::StatusCode::kCapacity) {  // shed: drain, then once more
-      AUXSTORE_RETURN_IF_ERROR(pipeline_.Flush());
-      st = pipeline_.Snapshot(ns_, victim.prefix, victim.tokens, sources, auxstore::kDefaultStream);
+    // Write-behind on the engine's stream: the D2H copies follow whatever
+    // wrote the states there. A full write-behind queue sheds the snapshot
+    // (Capacity): the engine never blocks on the store, the sequence is
+    // simply not persisted.
+    auxstore::Status st = pipeline_.Snapshot(ns_, victim.prefix, victim.tokens,
+                                             victim.states.sources(), model_.stream());
+    if (st.ok()) {
+      written_behind_.push_back(victim.prefix);
+      ++stats_.written_behind;
+    } else if (st.code() == auxstore::StatusCode::kCapacity) {
+      ++stats_.shed;
+    } else {
+      return st;
     }
-    AUXSTORE_RETURN_IF_ERROR(st);
-    // The D2H copies read the states: they must finish before the free.
-    AUXSTORE_RETURN_IF_ERROR(model_.gpu().Synchronize(auxstore::kDefaultStream));
-    written_behind_.push_back(victim.prefix);
-    ++stats_.written_behind;
+    // The D2H copies read the buffers: they must finish before the free.
+    AUXSTORE_RETURN_IF_ERROR(model_.gpu().Synchronize(model_.stream()));
   }
-  for (auto& [layer, state] : victim.states.layers) AUXSTORE_RETURN_IF_ERROR(state->Release());
+  AUXSTORE_RETURN_IF_ERROR(victim.states.Free());
   index_.erase(victim.prefix);
   lru_.pop_back();
   ++stats_.evictions;

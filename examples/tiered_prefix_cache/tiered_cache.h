@@ -3,10 +3,13 @@
 // lower tier.
 //
 // Lookup: the memory tier first (longest cached prefix of the tokens), then
-// the store (LongestPrefixForTokens); a store hit is restored into fresh
-// states through the GpuPipeline and promoted into memory. Insert adds a
-// prefilled sequence; whatever the LRU evicts is written behind to the store
-// (GpuPipeline::Snapshot: D2H now, the write on the pipeline's threads).
+// the store (LongestPrefixForTokens, leasing the hit so eviction cannot take
+// it before the restore); a store hit is restored into fresh engine-owned
+// buffers through the GpuPipeline, the engine's stream waiting on each layer
+// as it lands, and promoted into memory. Insert adds a prefilled sequence;
+// whatever the LRU evicts is written behind to the store (GpuPipeline::
+// Snapshot: D2H now on the engine's stream, the write on the pipeline's
+// threads), or shed when the write-behind queue is full: never a block.
 //
 // Thread safety: none; one engine thread drives it.
 #pragma once
@@ -35,7 +38,8 @@ struct LookupResult {
 
 struct CacheStats {
   uint64_t memory_hits = 0, store_hits = 0, misses = 0;
-  uint64_t evictions = 0, written_behind = 0, restore_failures = 0;
+  uint64_t evictions = 0, written_behind = 0, shed = 0, restore_failures = 0;
+  uint64_t layers_streamed = 0;  // layers the engine's stream waited on one by one
 };
 
 class TieredPrefixCache {

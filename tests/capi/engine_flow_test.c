@@ -219,6 +219,14 @@ static void engine_ingest(Engine* e, uint64_t stream, uint64_t seed, uint64_t to
   CHECK_OK(auxstore_device_copy_h2d(b, e->opaque, 0, g_in.opaque, kOpaqueBytes, stream, &err));
 }
 
+/* AUXSTORE_ENGINE_FLOW_BACKEND=cuda runs the flow on the CUDA backend:
+ * auxstore_device_alloc is cudaMalloc there and streams are the engine's own
+ * non-blocking cudaStream_t (tools/gpu_check.sh). */
+static int backend_kind(void) {
+  const char* b = getenv("AUXSTORE_ENGINE_FLOW_BACKEND");
+  return b && strcmp(b, "cuda") == 0 ? AUXSTORE_BACKEND_CUDA : AUXSTORE_BACKEND_HOST;
+}
+
 static int open_store(const char* dir, uint64_t capacity, auxstore_t** db) {
   char path[512];
   snprintf(path, sizeof path, "%s/store", dir);
@@ -249,7 +257,7 @@ static int run_write(const char* dir) {
   if (open_store(dir, 0, &db) != AUXSTORE_OK) return 2;
   const uint64_t ns = register_ns(db);
   auxstore_backend_t* backend = NULL;
-  CHECK_OK(auxstore_backend_create(AUXSTORE_BACKEND_HOST, &backend, &err));
+  CHECK_OK(auxstore_backend_create(backend_kind(), &backend, &err));
   uint64_t stream = 0;
   CHECK_OK(auxstore_stream_create(backend, &stream, &err));
   CHECK(stream != 0);
@@ -376,7 +384,7 @@ static int run_read(const char* dir) {
   if (open_store(dir, 1300 * 1024, &db) != AUXSTORE_OK) return 2;
   const uint64_t ns = register_ns(db); /* the same identity: the same id */
   auxstore_backend_t* backend = NULL;
-  CHECK_OK(auxstore_backend_create(AUXSTORE_BACKEND_HOST, &backend, &err));
+  CHECK_OK(auxstore_backend_create(backend_kind(), &backend, &err));
   uint64_t stream = 0;
   CHECK_OK(auxstore_stream_create(backend, &stream, &err));
   auxstore_pipeline_t* p = NULL;
@@ -550,7 +558,7 @@ static int run_corrupt(const char* dir) {
   if (open_store(dir, 0, &db) != AUXSTORE_OK) return 2;
   const uint64_t ns = register_ns(db);
   auxstore_backend_t* backend = NULL;
-  CHECK_OK(auxstore_backend_create(AUXSTORE_BACKEND_HOST, &backend, &err));
+  CHECK_OK(auxstore_backend_create(backend_kind(), &backend, &err));
   uint64_t stream = 0;
   CHECK_OK(auxstore_stream_create(backend, &stream, &err));
   auxstore_pipeline_options_t po;
