@@ -1,5 +1,6 @@
 // auxstore_options_t: creation and the validated setters.
 #include <new>
+#include <string>
 
 #include "auxstore/c.h"
 #include "capi/c_errors.h"
@@ -82,6 +83,26 @@ int auxstore_options_set_read_only(auxstore_options_t* o, int read_only, char** 
 int auxstore_options_set_create_if_missing(auxstore_options_t* o, int create, char** errmsg) {
   return Setter(__func__, o, errmsg, [&](auxstore::Options& opt) {
     return Boolean(create, "create_if_missing", &opt.create_if_missing);
+  });
+}
+
+int auxstore_options_set_log_callback(auxstore_options_t* options, auxstore_log_fn fn, void* arg,
+                                      int min_level, char** errmsg) {
+  return Setter(__func__, options, errmsg, [&](auxstore::Options& o) -> Status {
+    if (min_level < AUXSTORE_LOG_DEBUG || min_level > AUXSTORE_LOG_ERROR) {
+      return Status::InvalidArgument("min_level " + std::to_string(min_level) +
+                                     " is not AUXSTORE_LOG_DEBUG..AUXSTORE_LOG_ERROR (0..3)");
+    }
+    o.log_level = static_cast<auxstore::LogLevel>(min_level);
+    if (fn == nullptr) {
+      o.log_sink = nullptr;
+      return Status::Ok();
+    }
+    o.log_sink = [fn, arg](const auxstore::LogRecord& r) {
+      const std::string source(r.source), message(r.message);  // NUL-terminated copies
+      fn(arg, static_cast<int>(r.level), source.c_str(), message.c_str());
+    };
+    return Status::Ok();
   });
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "auxstore/c.h"
+#include "auxstore/metrics.h"
 #include "capi/c_convert.h"
 #include "capi/c_errors.h"
 #include "capi/c_handles.h"
@@ -110,6 +111,7 @@ int auxstore_pipeline_stats(const auxstore_pipeline_t* pipeline, auxstore_pipeli
     AUXSTORE_RETURN_IF_ERROR(NotNull(pipeline, "pipeline"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(out, "out"));
     static_assert(AUXSTORE_LATENCY_BUCKETS == auxstore::PipelineStats::kLatencyBuckets);
+    static_assert(AUXSTORE_THROUGHPUT_BUCKETS == auxstore::PipelineStats::kThroughputBuckets);
     const auxstore::PipelineStats s = pipeline->pipeline->stats();
     *out = {};
     out->restores_ok = s.restores_ok;
@@ -125,6 +127,9 @@ int auxstore_pipeline_stats(const auxstore_pipeline_t* pipeline, auxstore_pipeli
     out->staging_waits = s.staging_waits;
     std::memcpy(out->restore_latency_us, s.restore_latency_us, sizeof out->restore_latency_us);
     out->restore_latency_us_sum = s.restore_latency_us_sum;
+    std::memcpy(out->restore_throughput_mibps, s.restore_throughput_mibps,
+                sizeof out->restore_throughput_mibps);
+    out->restore_throughput_mibps_sum = s.restore_throughput_mibps_sum;
     return Status::Ok();
   });
 }
@@ -187,6 +192,25 @@ int auxstore_restore_wait(auxstore_pipeline_t* pipeline, uint64_t ns, const uint
     AUXSTORE_RETURN_IF_ERROR(CheckRestore(pipeline, prefix, targets, n, &map));
     return pipeline->pipeline->StartRestore(ns, auxstore::capi::ToPrefix(prefix), std::move(map))
         ->Wait();
+  });
+}
+
+int auxstore_metrics_text(auxstore_t* db, const auxstore_pipeline_t* pipeline, const char* labels,
+                          char** text, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNull(text, "text"));
+    if (db == nullptr && pipeline == nullptr) {
+      return Status::InvalidArgument("db and pipeline are both NULL");
+    }
+    const std::string_view l = labels != nullptr ? labels : "";
+    std::string out;
+    if (db != nullptr) auxstore::AppendStoreMetrics(db->store->Stats(), l, &out);
+    if (pipeline != nullptr) auxstore::AppendPipelineMetrics(pipeline->pipeline->stats(), l, &out);
+    size_t size = 0;
+    void* data = nullptr;
+    AUXSTORE_RETURN_IF_ERROR(auxstore::capi::CopyOut(out.c_str(), out.size() + 1, &data, &size));
+    *text = static_cast<char*>(data);
+    return Status::Ok();
   });
 }
 

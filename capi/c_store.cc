@@ -366,6 +366,10 @@ int auxstore_stats(auxstore_t* db, auxstore_stats_t* out, char** errmsg) {
             s.commit_seq,
             s.durable_watermark,
             s.lost_commits_at_open,
+            s.bytes_written,
+            s.bytes_read,
+            s.capacity_bytes,
+            s.leases,
             s.index_ready ? 1 : 0,
             s.fenced ? 1 : 0};
     return Status::Ok();

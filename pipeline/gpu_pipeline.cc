@@ -67,6 +67,12 @@ void GpuPipeline::Core::CountRestore(const Status& result, uint64_t bytes,
       std::min<size_t>(us == 0 ? 0 : std::bit_width(us) - 1, PipelineStats::kLatencyBuckets - 1);
   ++stats_.restore_latency_us[bucket];
   stats_.restore_latency_us_sum += us;
+  const double mibps = static_cast<double>(bytes) / (1 << 20) / (std::max<uint64_t>(us, 1) * 1e-6);
+  const uint64_t whole = static_cast<uint64_t>(mibps);
+  const size_t tb = std::min<size_t>(whole == 0 ? 0 : std::bit_width(whole) - 1,
+                                     PipelineStats::kThroughputBuckets - 1);
+  ++stats_.restore_throughput_mibps[tb];
+  stats_.restore_throughput_mibps_sum += mibps;
 }
 
 void GpuPipeline::Core::EndRestore() {

@@ -104,6 +104,9 @@ class DbStore final : public Store {
   Status LoadMetaCounters();
   void CloseDb();
 
+  // auxstore's own log records, to Options::log_sink (log.h).
+  void Log(LogLevel level, const std::string& message) const;
+
   // ---- writes (db_store_write.cc)
   Status CheckWritable() const;
   // Runs a write; on failure fences the handle (reliability-notes #2).
@@ -220,7 +223,7 @@ class DbStore final : public Store {
 
   SnapshotIndex index_;
   std::atomic<uint64_t> hits_{0}, misses_{0}, puts_{0}, duplicate_puts_{0}, evictions_{0},
-      expirations_{0}, orphans_seen_{0}, orphans_removed_{0};
+      expirations_{0}, orphans_seen_{0}, orphans_removed_{0}, bytes_written_{0}, bytes_read_{0};
 
   std::mutex maint_mu_;
   std::condition_variable maint_cv_;

@@ -43,6 +43,11 @@ int64_t NowUnixMs() {
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
+void DbStore::Log(LogLevel level, const std::string& message) const {
+  if (level < options_.log_level) return;
+  Deliver(options_.log_sink, LogRecord{level, "auxstore", "store " + path_ + ": " + message});
+}
+
 DbStore::DbStore(const Options& options, std::string path, std::shared_ptr<rocksdb::FileSystem> fs)
     : options_(options),
       path_(std::move(path)),
@@ -229,7 +234,11 @@ Status DbStore::OpenExistingDb(const DirCheck& dir) {
     // Table files RocksDB dropped after a failed write may be named by its
     // MANIFEST after all (deferred_delete_fs.h): put them back and retry.
     auto restored = RestoreTrash(path_);
-    if (restored.ok() && *restored > 0) probe = ProbeReadOnly();
+    if (restored.ok() && *restored > 0) {
+      Log(LogLevel::kWarn, "put back " + std::to_string(*restored) +
+                               " table files kept after a failed write, and opened again");
+      probe = ProbeReadOnly();
+    }
   }
   AUXSTORE_RETURN_IF_ERROR(probe);
   AUXSTORE_RETURN_IF_ERROR(CheckSpaceToOpen(path_, dir.manifest));
@@ -362,6 +371,8 @@ Status DbStore::CheckWatermark(bool fresh, Result<uint64_t> wm) {
   // Everything recovered is now durable in RocksDB's files: vouch for it.
   AUXSTORE_RETURN_IF_ERROR(Guard(db_->SyncWAL(), "sync the WAL at open"));
   if (lost_commits_at_open_ > 0) {
+    Log(LogLevel::kWarn, "opened accepting the loss of " + std::to_string(lost_commits_at_open_) +
+                             " committed snapshots (accept_data_loss)");
     // The loss was accepted: the watermark comes down to what is really
     // there, so later opens check new commits against the truth.
     AUXSTORE_RETURN_IF_ERROR(WriteWatermark(path_, commit_seq_));

@@ -222,6 +222,7 @@ Status DbStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
       result = s;
       break;
     }
+    bytes_read_ += payload.size();
     result = sink(uint64_t{c} * m.chunk_bytes, payload);
   }
   for (auto& pending : ahead) pending.wait();  // they reference this frame
@@ -266,6 +267,7 @@ Status DbStore::ReadChunkInto(NamespaceId ns, const Prefix& prefix, const Manife
   if (st.IsCorruption()) {
     st = QuarantineIf(ns, prefix, SameManifest(SnapshotKey(ns, prefix), manifest), st);
   }
+  if (st.ok()) bytes_read_ += dst.size();
   return st;
 }
 
@@ -446,6 +448,10 @@ StoreStats DbStore::Stats() {
   s.hits = hits_;
   s.misses = misses_;
   s.puts = puts_;
+  s.bytes_written = bytes_written_;
+  s.bytes_read = bytes_read_;
+  s.capacity_bytes = options_.capacity_bytes;
+  s.leases = index_.leases(NowUnixMs());
   s.duplicate_puts = duplicate_puts_;
   s.evictions = evictions_;
   s.expirations = expirations_;

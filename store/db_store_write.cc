@@ -65,7 +65,11 @@ Status DbStore::Guard(const rocksdb::Status& s, const std::string& what) {
   // Debian's RocksDB 7.8.3 can abort on a second write to a WAL that failed
   // once (reliability-notes #2): after any failed write, write nothing more.
   bool expected = false;
-  if (fenced_.compare_exchange_strong(expected, true)) fence_reason_ = what + ": " + s.ToString();
+  if (fenced_.compare_exchange_strong(expected, true)) {
+    fence_reason_ = what + ": " + s.ToString();
+    Log(LogLevel::kError, "a write failed; the handle writes nothing more until it is reopened (" +
+                              fence_reason_ + ")");
+  }
   return FromRocks(s, what);
 }
 
@@ -149,6 +153,7 @@ Status DbStore::PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t token
                  : WriteBatched(ns, prefix, sorted, m);
   if (!s.ok()) return s;
   ++puts_;
+  bytes_written_ += m.payload_bytes();
   const int64_t now = NowUnixMs();
   index_.Added(skey, {m.payload_bytes(), m.created_unix_ms, now});
   if (options_.capacity_bytes && index_.bytes() > options_.capacity_bytes) {
@@ -413,6 +418,8 @@ Status DbStore::QuarantineIf(NamespaceId ns, const Prefix& prefix, const Manifes
     ++quarantines_;
   }
   index_.Removed(skey);
+  Log(LogLevel::kWarn, "quarantined the snapshot of prefix " + prefix.ToHex() + ": " +
+                           why.message());
   return why;
 }
 

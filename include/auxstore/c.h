@@ -89,6 +89,7 @@ typedef struct auxstore_stats_t {
   uint64_t snapshots, payload_bytes, hits, misses, puts, duplicate_puts;
   uint64_t evictions, expirations, quarantines, orphans_seen, orphans_removed;
   uint64_t commit_seq, durable_watermark, lost_commits_at_open;
+  uint64_t bytes_written, bytes_read, capacity_bytes, leases;
   int index_ready; /* 1 once the background LRU index has loaded */
   int fenced;      /* 1 after a failed write: reopen to write again */
 } auxstore_stats_t;
@@ -116,6 +117,19 @@ int auxstore_options_set_read_only(auxstore_options_t* options, int read_only,
                                    char** errmsg); /* 0 or 1 */
 int auxstore_options_set_create_if_missing(auxstore_options_t* options, int create,
                                            char** errmsg); /* 0 or 1 */
+
+/* Log records: auxstore's own warnings and RocksDB's info log, delivered to
+ * `fn` instead of any log file. `level` and `min_level` are AUXSTORE_LOG_*;
+ * `source` is "auxstore" or "rocksdb"; `message` is one line, valid only
+ * during the call. `fn` may run on any auxstore or RocksDB thread, at any
+ * time while a store opened with these options is open (also from its
+ * close): it must be thread-safe, must not block for long and must not call
+ * auxstore. Without a callback, warnings go to stderr, each distinct one once. */
+enum { AUXSTORE_LOG_DEBUG = 0, AUXSTORE_LOG_INFO = 1, AUXSTORE_LOG_WARN = 2, AUXSTORE_LOG_ERROR = 3 };
+typedef void (*auxstore_log_fn)(void* arg, int level, const char* source, const char* message);
+/* `fn` NULL: back to stderr. `min_level`: records below it are dropped. */
+int auxstore_options_set_log_callback(auxstore_options_t* options, auxstore_log_fn fn, void* arg,
+                                      int min_level, char** errmsg);
 
 /* ---- store -------------------------------------------------------------------- */
 /* Opens (creating when allowed) the store at `path`. `options` may be NULL
@@ -261,6 +275,15 @@ int auxstore_erase(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], char**
 /* Makes every snapshot accepted so far durable, as with AUXSTORE_SYNC. */
 int auxstore_flush(auxstore_t* db, char** errmsg);
 int auxstore_stats(auxstore_t* db, auxstore_stats_t* out, char** errmsg);
+
+/* Prometheus text exposition (format 0.0.4) of the store's counters and
+ * gauges and, when `pipeline` is not NULL, the pipeline's counters and
+ * latency / throughput histograms (docs/metrics.md lists every metric).
+ * `db` or `pipeline` may be NULL, not both. `labels` (may be NULL) is put on
+ * every sample as it is, e.g. "instance=\"a\"". *text is malloc'd: free it
+ * with auxstore_free. */
+int auxstore_metrics_text(auxstore_t* db, const auxstore_pipeline_t* pipeline, const char* labels,
+                          char** text, char** errmsg);
 
 /* ---- prefix hashes ------------------------------------------------------------ */
 /* Chained block hashes of `tokens` (one per complete block of `block_size`,
@@ -445,6 +468,7 @@ int auxstore_pipeline_create_with(auxstore_t* db, auxstore_backend_t* backend,
 uint64_t auxstore_pipeline_stream(const auxstore_pipeline_t* pipeline);
 
 #define AUXSTORE_LATENCY_BUCKETS 24
+#define AUXSTORE_THROUGHPUT_BUCKETS 18
 typedef struct auxstore_pipeline_stats_t {
   uint64_t restores_ok, restores_failed, restores_cancelled, restores_running, bytes_restored;
   uint64_t snapshots_accepted, snapshots_shed, snapshots_written, snapshots_failed;
@@ -453,6 +477,9 @@ typedef struct auxstore_pipeline_stats_t {
    * the last one everything above; and the sum. */
   uint64_t restore_latency_us[AUXSTORE_LATENCY_BUCKETS];
   uint64_t restore_latency_us_sum;
+  /* Their throughput: bucket i counts [2^i, 2^(i+1)) MiB/s; and the sum. */
+  uint64_t restore_throughput_mibps[AUXSTORE_THROUGHPUT_BUCKETS];
+  double restore_throughput_mibps_sum;
 } auxstore_pipeline_stats_t;
 int auxstore_pipeline_stats(const auxstore_pipeline_t* pipeline, auxstore_pipeline_stats_t* out,
                             char** errmsg);

@@ -79,6 +79,11 @@ struct PipelineStats {
   static constexpr size_t kLatencyBuckets = 24;
   uint64_t restore_latency_us[kLatencyBuckets] = {};
   uint64_t restore_latency_us_sum = 0;
+  // Their throughput (layer bytes / latency): bucket i holding
+  // [2^i, 2^(i+1)) MiB/s, the last one everything above; the sum in MiB/s.
+  static constexpr size_t kThroughputBuckets = 18;
+  uint64_t restore_throughput_mibps[kThroughputBuckets] = {};
+  double restore_throughput_mibps_sum = 0;
 };
 
 // layer index -> the state it restores into / snapshots from.

@@ -1,10 +1,12 @@
 #include "tools/cli/commands.h"
 
 #include <CLI/CLI.hpp>
+#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 
 #include "auxstore/maintenance.h"
+#include "auxstore/metrics.h"
 #include "tools/cli/export_import.h"
 #include "tools/cli/inspect.h"
 #include "tools/cli/progress.h"
@@ -157,9 +159,21 @@ int RunCompact(Context& c, const std::string& path, const CompactOptions& o) {
   return c.code = kExitOk;
 }
 
-int RunStats(Context& c, const std::string& path) {
+int RunStats(Context& c, const std::string& path, const std::string& prometheus) {
   auto r = SummarizeStore(path);
   if (!r.ok()) return c.Fail(r.error());
+  if (!prometheus.empty()) {
+    std::string text;
+    AppendStoreMetrics(r->stats, "store=\"" + EscapePrometheusLabel(path) + "\"", &text);
+    if (prometheus == "-") {
+      c.out << text;
+      return c.code = kExitOk;
+    }
+    std::ofstream f(prometheus, std::ios::trunc);
+    f << text;
+    f.close();
+    if (!f) return c.Fail(Status::IOError("cannot write " + prometheus));
+  }
   if (c.json) {
     json ns = json::array();
     for (const auto& [id, t] : r->namespaces) {
@@ -312,9 +326,13 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
     };
   });
 
+  std::string prometheus;
   auto* stats = app.add_subcommand("stats", "Snapshot and byte counts, per namespace");
   common(stats);
-  stats->callback([&] { run = [&] { return RunStats(c, path); }; });
+  stats->add_option("--prometheus", prometheus,
+                    "also write the store's metrics in Prometheus text format to this file "
+                    "(- for stdout instead of the report)");
+  stats->callback([&] { run = [&] { return RunStats(c, path, prometheus); }; });
 
   auto* ls = app.add_subcommand("ls", "List snapshots");
   common(ls);

@@ -57,6 +57,9 @@ Result<StoreSummary> SummarizeStore(const std::string& path) {
   s.durable_watermark = st.durable_watermark;
   s.quarantines = st.quarantines;
   s.disk_bytes = store->DiskBytes();
+  s.stats = st;
+  s.stats.snapshots = s.snapshots;  // the index may still be loading: count what List saw
+  s.stats.payload_bytes = s.payload_bytes;
   return s;
 }
 

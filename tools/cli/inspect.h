@@ -21,6 +21,7 @@ struct StoreSummary {
   uint64_t snapshots = 0, payload_bytes = 0;
   uint64_t disk_bytes = 0;  // the store directory
   uint64_t commit_seq = 0, durable_watermark = 0, quarantines = 0;
+  StoreStats stats;  // the handle's, with snapshots and payload bytes counted here
 };
 Result<StoreSummary> SummarizeStore(const std::string& path);
 
