@@ -198,8 +198,18 @@ Status DbStore::OpenRocks(bool read_only, bool create) {
 
 // The checks every open runs once RocksDB recovered the store.
 Status DbStore::CheckRecovered(bool fresh, Result<uint64_t> watermark) {
-  AUXSTORE_RETURN_IF_ERROR(CheckFormatVersion(fresh));
   AUXSTORE_RETURN_IF_ERROR(LoadMetaCounters());
+  // A creation killed after RocksDB made the store but before it recorded
+  // its format version and first watermark (found by kill9_test --cycles
+  // 1000): nothing was committed yet, so the creation is finished now.
+  if (!fresh && watermark.status().IsNotFound() && commit_seq_ == 0) {
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(rocksdb::ReadOptions(), cf_[kManifests]));
+    it->SeekToFirst();
+    AUXSTORE_RETURN_IF_ERROR(FromRocks(it->status(), "look for manifests"));
+    fresh = !it->Valid();
+  }
+  AUXSTORE_RETURN_IF_ERROR(CheckFormatVersion(fresh));
   return CheckWatermark(fresh, std::move(watermark));
 }
 
@@ -302,7 +312,8 @@ Status DbStore::OpenForReading() {
 Status DbStore::CheckFormatVersion(bool fresh) {
   std::string value;
   rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), cf_[kMeta], kFormatVersionKey, &value);
-  if (s.IsNotFound() && fresh && !db_read_only_) {
+  if (s.IsNotFound() && fresh) {
+    if (db_read_only_) return Status::Ok();  // the writer's open records it
     rocksdb::WriteOptions wo;
     wo.sync = true;
     return Guard(db_->Put(wo, cf_[kMeta], kFormatVersionKey,

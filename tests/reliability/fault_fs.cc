@@ -309,9 +309,13 @@ IOStatus FaultFs::RenameFile(const std::string& src, const std::string& dst, con
     std::filesystem::copy_file(dst, shadow, std::filesystem::copy_options::overwrite_existing, ec);
     if (ec) shadow = "-";
   }
-  IOStatus s = target()->RenameFile(src, dst, o, dbg);
-  if (s.ok()) LogEvent("R " + shadow + " " + Normal(src) + " " + Normal(dst));
-  return s;
+  // Logged before the rename, not after: a kill between the rename and the
+  // log line would otherwise hide it, and the cut would keep the renamed
+  // file (CURRENT naming a new MANIFEST) while removing what it names
+  // (found by power_loss_test --cycles 1000). A rename logged but not done
+  // is harmless: its target comes back as the shadow, which is what it held.
+  LogEvent("R " + shadow + " " + Normal(src) + " " + Normal(dst));
+  return target()->RenameFile(src, dst, o, dbg);
 }
 
 IOStatus FaultFs::LinkFile(const std::string& src, const std::string& dst, const IOOptions& o,

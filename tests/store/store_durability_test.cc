@@ -67,6 +67,15 @@ TEST(StoreCreation, ACreationKilledBeforeEveryFamilyExistedIsFinishedByTheNextWr
     s->reset();
     EXPECT_TRUE(Store::Open(ro, path).ok()) << "finished: a reader opens it now";
   }
+  // Every family there, but killed before the format version and the first
+  // watermark were written: nothing was committed, so the next open finishes.
+  {
+    const std::string path = dir.Sub("no-format-record");
+    MakeHalfCreated(path, si::RocksSetup{si::MakeRocksSetup()}.cfs.size(), /*with_marker=*/true);
+    auto s = Store::Open(Options{}, path);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_TRUE((*s)->RegisterNamespace(testing::TestSpec()).ok());
+  }
   // The same RocksDB layout without the store's marker is someone else's.
   const std::string foreign = dir.Sub("foreign");
   MakeHalfCreated(foreign, 1, /*with_marker=*/false);
