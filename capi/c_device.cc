@@ -93,8 +93,7 @@ int auxstore_device_copy_d2h(auxstore_backend_t* backend, void* dst, uint64_t pt
   return Guard(__func__, errmsg, [&]() -> Status {
     AUXSTORE_RETURN_IF_ERROR(NotNullBackend(backend));
     if (bytes > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(dst, "dst"));
-    return backend->gpu->CopyD2HOnStream(ptr, offset, {static_cast<uint8_t*>(dst), bytes},
-                                         stream);
+    return backend->gpu->CopyD2HOnStream(ptr, offset, {static_cast<uint8_t*>(dst), bytes}, stream);
   });
 }
 

@@ -70,15 +70,14 @@ int auxstore_pipeline_create_with(auxstore_t* db, auxstore_backend_t* backend,
     auxstore::PipelineOptions o;
     if (options != nullptr) {
       if (options->struct_size < sizeof(auxstore_pipeline_options_t)) {
-        return Status::InvalidArgument(
-            "options->struct_size is " + std::to_string(options->struct_size) +
-            ": call auxstore_pipeline_options_init first");
+        return Status::InvalidArgument("options->struct_size is " +
+                                       std::to_string(options->struct_size) +
+                                       ": call auxstore_pipeline_options_init first");
       }
-      o = {options->staging_buffers, options->staging_bytes,  options->io_threads,
+      o = {options->staging_buffers,    options->staging_bytes,  options->io_threads,
            options->restore_read_ahead, options->snapshot_queue, options->snapshot_bytes};
       if (o.staging_bytes < db->options.chunk_bytes) {
-        return Status::InvalidArgument("options->staging_bytes " +
-                                       std::to_string(o.staging_bytes) +
+        return Status::InvalidArgument("options->staging_bytes " + std::to_string(o.staging_bytes) +
                                        " is below the store's chunk size " +
                                        std::to_string(db->options.chunk_bytes));
       }
@@ -176,11 +175,10 @@ int auxstore_restore(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t p
     auxstore::RestoreTargets map;
     AUXSTORE_RETURN_IF_ERROR(CheckRestore(pipeline, prefix, targets, n, &map));
     AUXSTORE_RETURN_IF_ERROR(NotNull(reinterpret_cast<const void*>(done), "done"));
-    (void)pipeline->pipeline->StartRestore(ns, auxstore::capi::ToPrefix(prefix), std::move(map),
-                                           {}, [done, arg](Status st) {
-                                             done(arg, static_cast<int>(st.code()),
-                                                  st.ok() ? nullptr : st.message().c_str());
-                                           });
+    (void)pipeline->pipeline->StartRestore(
+        ns, auxstore::capi::ToPrefix(prefix), std::move(map), {}, [done, arg](Status st) {
+          done(arg, static_cast<int>(st.code()), st.ok() ? nullptr : st.message().c_str());
+        });
     return Status::Ok();
   });
 }
@@ -282,8 +280,7 @@ int auxstore_restore_layer_done(const auxstore_restore_handle_t* handle, uint32_
   return handle != nullptr && handle->handle->LayerDone(layer) ? 1 : 0;
 }
 
-int auxstore_restore_wait_layer(auxstore_restore_handle_t* handle, uint32_t layer,
-                                char** errmsg) {
+int auxstore_restore_wait_layer(auxstore_restore_handle_t* handle, uint32_t layer, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
     AUXSTORE_RETURN_IF_ERROR(NotNull(handle, "handle"));
     return handle->handle->WaitLayer(layer);

@@ -24,8 +24,7 @@ auxstore::Result<DevicePtr> UploadWeights(auxstore_backend_t& backend, const voi
                                           size_t bytes) {
   GpuBackend& gpu = *backend.gpu;
   AUXSTORE_ASSIGN_OR_RETURN(DevicePtr dev, gpu.Alloc(bytes));
-  Status st =
-      gpu.CopyH2DAsync({static_cast<const uint8_t*>(host), bytes}, dev, 0, backend.stream);
+  Status st = gpu.CopyH2DAsync({static_cast<const uint8_t*>(host), bytes}, dev, 0, backend.stream);
   if (st.ok()) st = gpu.Synchronize(backend.stream);
   if (!st.ok()) {
     (void)gpu.Free(dev);

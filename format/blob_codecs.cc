@@ -199,8 +199,8 @@ Status CheckLayerBlob(uint32_t layer, Kind kind, ByteSpan head, uint64_t blob_si
   for (uint64_t d : declared->shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
   return Status::InvalidArgument("opaque blob is " + std::to_string(blob_size) +
                                  " bytes; the namespace declares this layer " +
-                                 std::string(DTypeName(declared->dtype)) + "[" + shape + "] = " +
-                                 std::to_string(want) + " bytes");
+                                 std::string(DTypeName(declared->dtype)) + "[" + shape +
+                                 "] = " + std::to_string(want) + " bytes");
 }
 
 }  // namespace auxstore

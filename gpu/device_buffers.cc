@@ -33,8 +33,8 @@ Status CheckBorrowed(const char* state, const char* name, DevicePtr ptr, uint64_
   if (have < need) {
     return Status::InvalidArgument(std::string(state) + ": " + name + " holds " +
                                    std::to_string(have) + " bytes; the geometry needs " +
-                                   std::to_string(need) + " (" + std::to_string(rows) + " rows of " +
-                                   std::to_string(row_bytes) + ")");
+                                   std::to_string(need) + " (" + std::to_string(rows) +
+                                   " rows of " + std::to_string(row_bytes) + ")");
   }
   return Status::Ok();
 }

@@ -7,8 +7,9 @@ namespace auxstore {
 
 void AppendPipelineMetrics(const PipelineStats& s, std::string_view labels, std::string* out) {
   prom::Metric m(out, labels);
-  m.Counter("auxstore_restores_total", "Restores completed, by result (failed includes cancelled).",
-            {{"result=\"ok\"", double(s.restores_ok)}, {"result=\"failed\"", double(s.restores_failed)}});
+  m.Counter(
+      "auxstore_restores_total", "Restores completed, by result (failed includes cancelled).",
+      {{"result=\"ok\"", double(s.restores_ok)}, {"result=\"failed\"", double(s.restores_failed)}});
   m.Counter("auxstore_restores_cancelled_total", "Restores that ended cancelled.",
             s.restores_cancelled);
   m.Gauge("auxstore_restores_running", "Restores in flight.", s.restores_running);
@@ -29,7 +30,8 @@ void AppendPipelineMetrics(const PipelineStats& s, std::string_view labels, std:
   }
   m.Histogram("auxstore_restore_latency_seconds",
               "Restore latency, start to completion, of the restores that succeeded.",
-              s.restore_latency_us, latency_bounds, static_cast<double>(s.restore_latency_us_sum) * 1e-6);
+              s.restore_latency_us, latency_bounds,
+              static_cast<double>(s.restore_latency_us_sum) * 1e-6);
   double throughput_bounds[PipelineStats::kThroughputBuckets];
   for (size_t i = 0; i < PipelineStats::kThroughputBuckets; ++i) {
     throughput_bounds[i] = static_cast<double>(uint64_t{2} << i) * (1 << 20);  // bytes/s

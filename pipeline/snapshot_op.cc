@@ -72,9 +72,8 @@ Status GpuPipeline::Snapshot(NamespaceId ns, const Prefix& prefix, uint64_t toke
   }
   if (st.ok()) {
     Core* c = &core;
-    st = core.gpu().LaunchHostFunc(stream, [c, job] {
-      boost::asio::post(c->pool(), [c, job] { WriteSnapshot(*c, *job); });
-    });
+    st = core.gpu().LaunchHostFunc(
+        stream, [c, job] { boost::asio::post(c->pool(), [c, job] { WriteSnapshot(*c, *job); }); });
     if (st.ok()) {
       core.SnapshotAccepted();
       return Status::Ok();

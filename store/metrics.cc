@@ -1,8 +1,9 @@
 // The store's half of the Prometheus exposition (include/auxstore/metrics.h).
+#include "auxstore/metrics.h"
+
 #include <cinttypes>
 #include <cstdio>
 
-#include "auxstore/metrics.h"
 #include "store/prometheus_text.h"
 
 namespace auxstore {
@@ -34,8 +35,7 @@ void AppendStoreMetrics(const StoreStats& s, std::string_view labels, std::strin
   m.Counter("auxstore_puts_total", "Snapshots written by this handle.", s.puts);
   m.Counter("auxstore_duplicate_puts_total", "Puts of a prefix already stored (no-ops).",
             s.duplicate_puts);
-  m.Counter("auxstore_written_bytes_total", "Layer bytes written by this handle.",
-            s.bytes_written);
+  m.Counter("auxstore_written_bytes_total", "Layer bytes written by this handle.", s.bytes_written);
   m.Counter("auxstore_read_bytes_total", "Layer bytes read and verified by this handle.",
             s.bytes_read);
   m.Counter("auxstore_evictions_total", "Snapshots evicted for the byte budget.", s.evictions);

@@ -250,11 +250,11 @@ Status CheckSpaceToOpen(const std::string& dir, const std::string& manifest) {
   if (::statvfs(dir.c_str(), &vfs) != 0) return Errno("statvfs " + dir);
   const uint64_t free_bytes = uint64_t{vfs.f_bavail} * vfs.f_frsize;
   if (free_bytes >= need) return Status::Ok();
-  return Status::IOError("store " + dir + " needs " + std::to_string(need) +
-                         " bytes free to open (a new RocksDB MANIFEST, an OPTIONS file, a new WAL), "
-                         "and its file system has " +
-                         std::to_string(free_bytes) +
-                         "; free that much and open it again (nothing was changed)");
+  return Status::IOError(
+      "store " + dir + " needs " + std::to_string(need) +
+      " bytes free to open (a new RocksDB MANIFEST, an OPTIONS file, a new WAL), "
+      "and its file system has " +
+      std::to_string(free_bytes) + "; free that much and open it again (nothing was changed)");
 }
 
 DirListing ListDir(const std::string& dir) {

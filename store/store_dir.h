@@ -16,16 +16,16 @@ namespace auxstore::store_internal {
 inline constexpr const char* kWriterLockFileName = "AUXSTORE-LOCK";
 
 enum class DirState {
-  kAbsent,    // nothing at the path
-  kEmpty,     // an empty directory, or one a creation left before it committed anything
-  kStore,     // RocksDB's CURRENT is there and names a MANIFEST that is there
-  kForeign,   // a non-empty directory with no store file in it
-  kDamaged,   // a store whose RocksDB CURRENT or MANIFEST is missing or damaged
+  kAbsent,   // nothing at the path
+  kEmpty,    // an empty directory, or one a creation left before it committed anything
+  kStore,    // RocksDB's CURRENT is there and names a MANIFEST that is there
+  kForeign,  // a non-empty directory with no store file in it
+  kDamaged,  // a store whose RocksDB CURRENT or MANIFEST is missing or damaged
 };
 
 struct DirCheck {
   DirState state = DirState::kAbsent;
-  std::string problem;  // kForeign / kDamaged: what was found, for the message
+  std::string problem;   // kForeign / kDamaged: what was found, for the message
   std::string manifest;  // kStore: the MANIFEST CURRENT names
 };
 

@@ -100,7 +100,8 @@ int Query(tiered::TieredPrefixCache& cache, const tiered::Model& model, uint32_t
       "stats memory_hits=%llu store_hits=%llu misses=%llu restore_failures=%llu "
       "layers_streamed=%llu\n",
       static_cast<unsigned long long>(s.memory_hits), static_cast<unsigned long long>(s.store_hits),
-      static_cast<unsigned long long>(s.misses), static_cast<unsigned long long>(s.restore_failures),
+      static_cast<unsigned long long>(s.misses),
+      static_cast<unsigned long long>(s.restore_failures),
       static_cast<unsigned long long>(s.layers_streamed));
   return 0;
 }

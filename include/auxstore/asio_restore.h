@@ -34,7 +34,8 @@ auto async_restore(GpuPipeline& pipeline, NamespaceId ns, const Prefix& prefix,
       boost::asio::executor_work_guard<boost::asio::associated_executor_t<Handler>> work;
     };
     auto ex = boost::asio::get_associated_executor(handler);
-    auto pending = std::make_shared<Pending>(Pending{std::move(handler), boost::asio::make_work_guard(ex)});
+    auto pending =
+        std::make_shared<Pending>(Pending{std::move(handler), boost::asio::make_work_guard(ex)});
     pipeline.StartRestore(ns, prefix, std::move(t), o, [pending](Status st) {
       auto executor = pending->work.get_executor();
       boost::asio::dispatch(executor, [pending, st = std::move(st)]() mutable {

@@ -43,16 +43,16 @@ static char* err = NULL;
     }                                                                          \
   } while (0)
 
-#define CHECK_CODE(call, want)                                                             \
-  do {                                                                                     \
-    int got_ = (call);                                                                     \
-    if (got_ != (want)) {                                                                  \
-      fprintf(stderr, "%s:%d: %s returned %d (%s), want %d: %s\n", __FILE__, __LINE__, \
-              #call, got_, auxstore_code_name(got_), (int)(want), err ? err : "");         \
-      ++g_failures;                                                                        \
-    }                                                                                      \
-    auxstore_free(err);                                                                    \
-    err = NULL;                                                                            \
+#define CHECK_CODE(call, want)                                                                \
+  do {                                                                                        \
+    int got_ = (call);                                                                        \
+    if (got_ != (want)) {                                                                     \
+      fprintf(stderr, "%s:%d: %s returned %d (%s), want %d: %s\n", __FILE__, __LINE__, #call, \
+              got_, auxstore_code_name(got_), (int)(want), err ? err : "");                   \
+      ++g_failures;                                                                           \
+    }                                                                                         \
+    auxstore_free(err);                                                                       \
+    err = NULL;                                                                               \
   } while (0)
 #define CHECK_OK(call) CHECK_CODE(call, AUXSTORE_OK)
 
@@ -159,15 +159,16 @@ static void engine_alloc(Engine* e, auxstore_backend_t* b, uint64_t stream) {
 static void engine_borrow(Engine* e, uint64_t qsa_tokens, uint64_t dsa_len, uint64_t opaque_size) {
   const auxstore_geometry_t g = geometry();
   for (int i = 0; i < 2; ++i) {
-    auxstore_qsa_buffers_t q = {e->raw_keys[i], kRawBytes, e->block_keys[i], kBlockBytes,
-                                e->k_pool_k,    e->k_norm_w};
+    auxstore_qsa_buffers_t q = {e->raw_keys[i], kRawBytes,   e->block_keys[i],
+                                kBlockBytes,    e->k_pool_k, e->k_norm_w};
     CHECK_OK(auxstore_qsa_state_borrow(e->backend, &g, &q, qsa_tokens, 0, &e->qsa[i], &err));
   }
-  auxstore_dsa_buffers_t d = {kDsaCap, e->k_normed, kDsaCap * kDsaRowBytes, e->gate,
-                              kDsaCap * kDsaRowBytes, e->valid, kDsaCap};
+  auxstore_dsa_buffers_t d = {
+      kDsaCap,  e->k_normed, kDsaCap * kDsaRowBytes, e->gate, kDsaCap * kDsaRowBytes,
+      e->valid, kDsaCap};
   CHECK_OK(auxstore_dsa_state_borrow(e->backend, &g, &d, dsa_len, &e->dsa, &err));
-  CHECK_OK(auxstore_opaque_state_borrow(e->backend, e->opaque, kOpaqueBytes, opaque_size, &e->op,
-                                        &err));
+  CHECK_OK(
+      auxstore_opaque_state_borrow(e->backend, e->opaque, kOpaqueBytes, opaque_size, &e->op, &err));
 }
 
 static void engine_release_states(Engine* e) {
@@ -178,9 +179,8 @@ static void engine_release_states(Engine* e) {
 }
 
 static void engine_free(Engine* e) {
-  uint64_t all[] = {e->raw_keys[0], e->raw_keys[1], e->block_keys[0], e->block_keys[1],
-                    e->k_pool_k,    e->k_norm_w,    e->k_normed,      e->gate,
-                    e->valid,       e->opaque};
+  uint64_t all[] = {e->raw_keys[0], e->raw_keys[1], e->block_keys[0], e->block_keys[1], e->k_pool_k,
+                    e->k_norm_w,    e->k_normed,    e->gate,          e->valid,         e->opaque};
   /* The engine's memory is still the engine's: freeing it succeeds. */
   for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) {
     CHECK_OK(auxstore_device_free(e->backend, all[i], &err));
@@ -212,8 +212,8 @@ static void engine_ingest(Engine* e, uint64_t stream, uint64_t seed, uint64_t to
     CHECK_OK(auxstore_device_copy_h2d(b, e->raw_keys[i], 0, g_in.raw[i], tokens * kHd * 2, stream,
                                       &err));
   }
-  CHECK_OK(auxstore_device_copy_h2d(b, e->k_normed, 0, g_in.k_normed, tokens * kDsaRowBytes,
-                                    stream, &err));
+  CHECK_OK(auxstore_device_copy_h2d(b, e->k_normed, 0, g_in.k_normed, tokens * kDsaRowBytes, stream,
+                                    &err));
   CHECK_OK(auxstore_device_copy_h2d(b, e->gate, 0, g_in.gate, tokens * kDsaRowBytes, stream, &err));
   CHECK_OK(auxstore_device_copy_h2d(b, e->valid, 0, g_in.valid, tokens, stream, &err));
   CHECK_OK(auxstore_device_copy_h2d(b, e->opaque, 0, g_in.opaque, kOpaqueBytes, stream, &err));
@@ -285,8 +285,8 @@ static int run_write(const char* dir) {
       big_dev = dev_alloc(backend, 2u << 20);
       static uint8_t big_bytes[2u << 20];
       fill_bytes(big_bytes, sizeof big_bytes, 33);
-      CHECK_OK(auxstore_device_copy_h2d(backend, big_dev, 0, big_bytes, sizeof big_bytes, stream,
-                                        &err));
+      CHECK_OK(
+          auxstore_device_copy_h2d(backend, big_dev, 0, big_bytes, sizeof big_bytes, stream, &err));
       CHECK_OK(auxstore_opaque_state_borrow(backend, big_dev, 2u << 20, 2u << 20, &big, &err));
     }
     auxstore_snapshot_source_t src[] = {
@@ -493,21 +493,23 @@ static int run_read(const char* dir) {
   {
     const auxstore_geometry_t g = geometry();
     auxstore_state_t* s = NULL;
-    auxstore_qsa_buffers_t small = {e.raw_keys[0], kRawBytes - 2, e.block_keys[0], kBlockBytes,
-                                    e.k_pool_k,    e.k_norm_w};
+    auxstore_qsa_buffers_t small = {e.raw_keys[0], kRawBytes - 2, e.block_keys[0],
+                                    kBlockBytes,   e.k_pool_k,    e.k_norm_w};
     CHECK_CODE(auxstore_qsa_state_borrow(backend, &g, &small, 0, 0, &s, &err),
                AUXSTORE_INVALID_ARGUMENT);
     CHECK(s == NULL);
-    auxstore_dsa_buffers_t dsmall = {kDsaCap, e.k_normed, kDsaCap * kDsaRowBytes, e.gate,
-                                     kDsaCap * kDsaRowBytes, e.valid, kDsaCap - 1};
+    auxstore_dsa_buffers_t dsmall = {
+        kDsaCap, e.k_normed, kDsaCap * kDsaRowBytes, e.gate, kDsaCap * kDsaRowBytes,
+        e.valid, kDsaCap - 1};
     CHECK_CODE(auxstore_dsa_state_borrow(backend, &g, &dsmall, 0, &s, &err),
                AUXSTORE_INVALID_ARGUMENT);
     /* Buffers of another geometry (DSA head dim 16): the restore refuses
      * before any copy, moves no counter, and the snapshot stays. */
     auxstore_geometry_t other = g;
     other.dsa_index_head_dim = 16;
-    auxstore_dsa_buffers_t d = {kDsaCap, e.k_normed, kDsaCap * kDsaRowBytes, e.gate,
-                                kDsaCap * kDsaRowBytes, e.valid, kDsaCap};
+    auxstore_dsa_buffers_t d = {
+        kDsaCap, e.k_normed, kDsaCap * kDsaRowBytes, e.gate, kDsaCap * kDsaRowBytes,
+        e.valid, kDsaCap};
     CHECK_OK(auxstore_dsa_state_borrow(backend, &other, &d, 0, &s, &err));
     auxstore_restore_target_t wrong[] = {{1, s}};
     CHECK_CODE(auxstore_restore_wait(p, ns, prefix, wrong, 1, &err), AUXSTORE_INVALID_ARGUMENT);

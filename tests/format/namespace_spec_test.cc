@@ -1,10 +1,11 @@
 // The namespace identity: what goes into the id, how the record is written,
 // and what a spec may not be.
+#include "format/namespace_spec.h"
+
 #include <gtest/gtest.h>
 
 #include "auxstore/blob_codecs.h"
 #include "auxstore/prefix.h"
-#include "format/namespace_spec.h"
 
 namespace auxstore {
 namespace {

@@ -15,8 +15,8 @@
 namespace auxstore {
 namespace {
 
-constexpr QsaGeometry kQsa{.hd = 128, .max_tokens = 4096, .ratio = 4, .rot = 64,
-                           .theta = 10000.0f, .eps = 1e-6f};
+constexpr QsaGeometry kQsa{
+    .hd = 128, .max_tokens = 4096, .ratio = 4, .rot = 64, .theta = 10000.0f, .eps = 1e-6f};
 constexpr DsaGeometry kDsa{.index_head_dim = 128, .capacity = 4096};
 constexpr uint64_t kTokens = 3000;
 
@@ -84,8 +84,8 @@ TEST(CudaEngine, RestoreIntoCudaMallocBuffersOnTheEnginesStream) {
   ASSERT_EQ(cudaMemcpyAsync(reinterpret_cast<void*>(src_q.raw_keys), raw.data(), raw.size() * 2,
                             cudaMemcpyHostToDevice, engine),
             cudaSuccess);
-  for (auto [dst, v] : {std::pair{src_d.k_normed, &kn}, std::pair{src_d.gate, &gt},
-                        std::pair{src_d.valid, &va}}) {
+  for (auto [dst, v] :
+       {std::pair{src_d.k_normed, &kn}, std::pair{src_d.gate, &gt}, std::pair{src_d.valid, &va}}) {
     ASSERT_EQ(cudaMemcpyAsync(reinterpret_cast<void*>(dst), v->data(), v->size(),
                               cudaMemcpyHostToDevice, engine),
               cudaSuccess);
@@ -95,8 +95,9 @@ TEST(CudaEngine, RestoreIntoCudaMallocBuffersOnTheEnginesStream) {
     auto sd = DsaSeqState::Borrow(**gpu, kDsa, src_d, kTokens);
     ASSERT_TRUE(sq.ok() && sd.ok());
     // Ordered after the ingest copies: the snapshot's D2H runs on `engine`.
-    ASSERT_TRUE((*pipe)->Snapshot(ns, testing::PrefixFromSeed(1), kTokens,
-                                  {{0, sq->get()}, {1, sd->get()}}, stream)
+    ASSERT_TRUE((*pipe)
+                    ->Snapshot(ns, testing::PrefixFromSeed(1), kTokens,
+                               {{0, sq->get()}, {1, sd->get()}}, stream)
                     .ok());
     ASSERT_TRUE((*pipe)->Flush().ok());
   }
@@ -106,13 +107,13 @@ TEST(CudaEngine, RestoreIntoCudaMallocBuffersOnTheEnginesStream) {
     auto tq = QsaSeqState::Borrow(**gpu, layer, dst_q);
     auto td = DsaSeqState::Borrow(**gpu, kDsa, dst_d);
     ASSERT_TRUE(tq.ok() && td.ok());
-    auto h = (*pipe)->StartRestore(ns, testing::PrefixFromSeed(1),
-                                   {{0, tq->get()}, {1, td->get()}});
+    auto h =
+        (*pipe)->StartRestore(ns, testing::PrefixFromSeed(1), {{0, tq->get()}, {1, td->get()}});
     ASSERT_TRUE(h->StreamWaitAll(stream).ok());
     std::vector<uint16_t> back(raw.size());
     // Enqueued after the device-side wait: sees the restored rows.
-    ASSERT_EQ(cudaMemcpyAsync(back.data(), reinterpret_cast<void*>(dst_q.raw_keys),
-                              back.size() * 2, cudaMemcpyDeviceToHost, engine),
+    ASSERT_EQ(cudaMemcpyAsync(back.data(), reinterpret_cast<void*>(dst_q.raw_keys), back.size() * 2,
+                              cudaMemcpyDeviceToHost, engine),
               cudaSuccess);
     ASSERT_EQ(cudaStreamSynchronize(engine), cudaSuccess);
     EXPECT_EQ(back, raw);

@@ -14,8 +14,8 @@
 #include "auxstore/seq_state.h"
 #include "gpu/host_backend.h"
 #include "tests/gpu/faulty_backend.h"
-#include "tests/pipeline/forwarding_store.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/pipeline/forwarding_store.h"
 #include "tests/support/test_util.h"
 
 namespace auxstore::testing {

@@ -1,7 +1,7 @@
 // `auxstore compact`: frees the disk space of erased snapshots, applies the
 // namespace, TTL and byte-budget filters, and refuses while a writer is open.
-#include "tests/tools/cli_test_util.h"
 #include "auxstore/maintenance.h"
+#include "tests/tools/cli_test_util.h"
 #include "tools/cli/inspect.h"
 
 namespace auxstore::testing {
