@@ -1,4 +1,5 @@
 // The store half of the C ABI: open/close, namespaces, snapshots, lookups.
+#include <cstddef>
 #include <cstring>
 #include <new>
 #include <string>
@@ -43,16 +44,28 @@ Status ToLayers(const auxstore_layer_t* layers, size_t n, std::vector<LayerBlob>
 }
 
 Status Put(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], uint64_t token_count,
-           const uint8_t* digest, size_t n_layers, const auxstore_layer_t* layers) {
+           size_t n_layers, const auxstore_layer_t* layers, const auxstore_put_options_t* o) {
   AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
   AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
   std::vector<LayerBlob> blobs;
   AUXSTORE_RETURN_IF_ERROR(ToLayers(layers, n_layers, &blobs));
   auxstore::PutOptions put;
-  if (digest != nullptr) {
-    auxstore::TokenDigest d;
-    std::memcpy(d.bytes.data(), digest, 16);
-    put.token_digest = d;
+  std::vector<auxstore::Prefix> chain;
+  if (o != nullptr) {
+    if (o->struct_size < sizeof(auxstore_put_options_t)) {
+      return Status::InvalidArgument("options->struct_size is " + std::to_string(o->struct_size) +
+                                     ", expected sizeof(auxstore_put_options_t)");
+    }
+    if (o->token_digest != nullptr) {
+      auxstore::TokenDigest d;
+      std::memcpy(d.bytes.data(), o->token_digest, 16);
+      put.token_digest = d;
+    }
+    if (o->n_blocks > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(o->block_chain, "options->block_chain"));
+    chain.reserve(o->n_blocks);
+    for (size_t i = 0; i < o->n_blocks; ++i) chain.push_back(ToPrefix(o->block_chain[i]));
+    put.block_chain = chain;
+    put.block_size = o->block_size;
   }
   return db->store->PutSnapshot(ns, ToPrefix(prefix), token_count, blobs, put);
 }
@@ -139,7 +152,14 @@ int auxstore_put_snapshot(auxstore_t* db, uint64_t ns, const uint8_t prefix[16],
                           uint64_t token_count, size_t n_layers, const auxstore_layer_t* layers,
                           char** errmsg) {
   return Guard(__func__, errmsg,
-               [&] { return Put(db, ns, prefix, token_count, nullptr, n_layers, layers); });
+               [&] { return Put(db, ns, prefix, token_count, n_layers, layers, nullptr); });
+}
+
+int auxstore_put_snapshot_ex(auxstore_t* db, uint64_t ns, const uint8_t prefix[16],
+                             uint64_t token_count, size_t n_layers, const auxstore_layer_t* layers,
+                             const auxstore_put_options_t* options, char** errmsg) {
+  return Guard(__func__, errmsg,
+               [&] { return Put(db, ns, prefix, token_count, n_layers, layers, options); });
 }
 
 int auxstore_put_snapshot_with_digest(auxstore_t* db, uint64_t ns, const uint8_t prefix[16],
@@ -148,7 +168,10 @@ int auxstore_put_snapshot_with_digest(auxstore_t* db, uint64_t ns, const uint8_t
                                       char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
     AUXSTORE_RETURN_IF_ERROR(NotNull(token_digest, "token_digest"));
-    return Put(db, ns, prefix, token_count, token_digest, n_layers, layers);
+    auxstore_put_options_t o{};
+    o.struct_size = sizeof o;
+    o.token_digest = token_digest;
+    return Put(db, ns, prefix, token_count, n_layers, layers, &o);
   });
 }
 
@@ -173,8 +196,8 @@ int auxstore_longest_prefix_for_tokens(auxstore_t* db, uint64_t ns, const uint32
                                        uint8_t prefix_out[16], uint64_t* tokens_out,
                                        char** errmsg) {
   return Guard(__func__, errmsg, [&] {
-    return LongestForTokens(db, ns, tokens, n_tokens, block_size, salt, 0, prefix_out,
-                            tokens_out, nullptr);
+    return LongestForTokens(db, ns, tokens, n_tokens, block_size, salt, 0, prefix_out, tokens_out,
+                            nullptr);
   });
 }
 
@@ -265,23 +288,27 @@ int auxstore_read_layers(auxstore_t* db, uint64_t ns, const uint8_t prefix[16],
   });
 }
 
-int auxstore_register_namespace_ex(auxstore_t* db, const auxstore_namespace_t* ns,
-                                   uint64_t* ns_out, char** errmsg) {
+int auxstore_register_namespace_ex(auxstore_t* db, const auxstore_namespace_t* ns, uint64_t* ns_out,
+                                   char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
     AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
     AUXSTORE_RETURN_IF_ERROR(NotNull(ns, "ns"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(ns_out, "ns_out"));
-    if (ns->struct_size < sizeof(auxstore_namespace_t)) {
+    // Callers built before page_tokens existed pass the shorter struct.
+    constexpr size_t kWithoutPageTokens = offsetof(auxstore_namespace_t, page_tokens);
+    if (ns->struct_size < kWithoutPageTokens) {
       return Status::InvalidArgument("ns->struct_size is " + std::to_string(ns->struct_size) +
                                      ", expected sizeof(auxstore_namespace_t)");
     }
     AUXSTORE_RETURN_IF_ERROR(NotNull(ns->model_id, "ns->model_id"));
-    if (ns->n_opaque_layers > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(ns->opaque_layers, "ns->opaque_layers"));
+    if (ns->n_opaque_layers > 0)
+      AUXSTORE_RETURN_IF_ERROR(NotNull(ns->opaque_layers, "ns->opaque_layers"));
     auxstore::NamespaceSpec spec{ns->model_id, auxstore::capi::ToQsa(ns->geometry),
                                  auxstore::capi::ToDsa(ns->geometry)};
     if (ns->weight_revision != nullptr) spec.weight_revision = ns->weight_revision;
     spec.tp_rank = ns->tp_rank;
     spec.tp_world_size = ns->tp_world_size == 0 ? 1 : ns->tp_world_size;
+    if (ns->struct_size >= sizeof(auxstore_namespace_t)) spec.page_tokens = ns->page_tokens;
     for (size_t i = 0; i < ns->n_opaque_layers; ++i) {
       const auxstore_opaque_layer_desc_t& d = ns->opaque_layers[i];
       if (d.ndim == 0 || d.ndim > 8) {
@@ -371,7 +398,8 @@ int auxstore_stats(auxstore_t* db, auxstore_stats_t* out, char** errmsg) {
             s.capacity_bytes,
             s.leases,
             s.index_ready ? 1 : 0,
-            s.fenced ? 1 : 0};
+            s.fenced ? 1 : 0,
+            s.unique_bytes};
     return Status::Ok();
   });
 }

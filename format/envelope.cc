@@ -92,7 +92,7 @@ Status ChecksumMismatch(uint64_t stored, uint64_t actual) {
 }  // namespace
 
 bool IsKnownRecordKind(uint8_t raw) {
-  return (raw >= 1 && raw <= 3) || (raw >= 0x10 && raw <= 0x12);
+  return (raw >= 1 && raw <= 3) || (raw >= 0x10 && raw <= 0x14);
 }
 
 RecordKind ChunkRecordKind(Kind kind) { return static_cast<RecordKind>(kind); }
@@ -150,6 +150,47 @@ Result<EnvelopeView> DecodeEnvelopeInto(ByteSpan key, ByteSpan value, std::span<
   const uint64_t stored = GetLE64(value.data() + kChecksumOffset);
   if (h.Digest() != stored) return ChecksumMismatch(stored, h.Digest());
   return v;
+}
+
+namespace {
+
+// DecodeEnvelope, feeding payload[offset, offset + len) to `blob_hash` and
+// copying it to `dst` (when not null) in the same pass.
+Result<EnvelopeView> DecodeRange(ByteSpan key, ByteSpan value, uint64_t offset, uint64_t len,
+                                 uint8_t* dst, LayerHasher* blob_hash) {
+  AUXSTORE_ASSIGN_OR_RETURN(EnvelopeView v, ParseHeader(value));
+  if (offset > v.payload.size() || len > v.payload.size() - offset) {
+    return Status::Corruption("record payload is " + std::to_string(v.payload.size()) +
+                              " bytes, too short for bytes [" + std::to_string(offset) + ", " +
+                              std::to_string(offset + len) + ")");
+  }
+  const uint64_t lo = offset, hi = offset + len;
+  Hasher h(key);
+  h.Update(value.data(), kChecksumOffset);
+  for (size_t off = 0; off < v.payload.size(); off += kFusedPiece) {
+    const size_t n = std::min(kFusedPiece, v.payload.size() - off);
+    h.Update(v.payload.data() + off, n);
+    const uint64_t s = std::max<uint64_t>(lo, off), e = std::min<uint64_t>(hi, off + n);
+    if (s < e) {
+      if (dst) std::memcpy(dst + (s - lo), v.payload.data() + s, e - s);
+      if (blob_hash) blob_hash->Update(v.payload.subspan(s, e - s));
+    }
+  }
+  const uint64_t stored = GetLE64(value.data() + kChecksumOffset);
+  if (h.Digest() != stored) return ChecksumMismatch(stored, h.Digest());
+  return v;
+}
+
+}  // namespace
+
+Result<EnvelopeView> DecodeEnvelopeRange(ByteSpan key, ByteSpan value, uint64_t offset,
+                                         std::span<uint8_t> dst, LayerHasher* blob_hash) {
+  return DecodeRange(key, value, offset, dst.size(), dst.data(), blob_hash);
+}
+
+Result<EnvelopeView> DecodeEnvelopeRange(ByteSpan key, ByteSpan value, uint64_t offset,
+                                         uint64_t len, LayerHasher* blob_hash) {
+  return DecodeRange(key, value, offset, len, nullptr, blob_hash);
 }
 
 }  // namespace auxstore

@@ -19,6 +19,7 @@
 
 #include "auxstore/blob_codecs.h"
 #include "auxstore/blob_hash.h"
+#include "auxstore/manifest_types.h"
 #include "auxstore/status.h"
 
 namespace auxstore {
@@ -35,6 +36,8 @@ enum class RecordKind : uint8_t {
   kManifest = 0x10,
   kNamespace = 0x11,
   kStoreMeta = 0x12,
+  kRun = 0x13,      // a put's run record (format/run_record.h)
+  kPageRef = 0x14,  // which put stored a page
 };
 bool IsKnownRecordKind(uint8_t raw);
 RecordKind ChunkRecordKind(Kind kind);
@@ -68,5 +71,16 @@ Result<EnvelopeView> DecodeEnvelope(ByteSpan key, ByteSpan value, BlobHasher* bl
 // `dst` and `blob_hash` may hold partial state and must not be used.
 Result<EnvelopeView> DecodeEnvelopeInto(ByteSpan key, ByteSpan value, std::span<uint8_t> dst,
                                         BlobHasher* blob_hash = nullptr);
+
+// DecodeEnvelope that verifies the whole payload but copies only
+// payload[offset, offset + dst.size()) into `dst`, feeding that range (and
+// only it) to the layer's hasher, in the same pass. Corruption when the range is
+// not inside the payload.
+Result<EnvelopeView> DecodeEnvelopeRange(ByteSpan key, ByteSpan value, uint64_t offset,
+                                         std::span<uint8_t> dst, LayerHasher* blob_hash = nullptr);
+// The same without the copy: verifies the payload, feeds [offset, offset +
+// len) to `blob_hash`.
+Result<EnvelopeView> DecodeEnvelopeRange(ByteSpan key, ByteSpan value, uint64_t offset,
+                                         uint64_t len, LayerHasher* blob_hash);
 
 }  // namespace auxstore

@@ -14,8 +14,8 @@ namespace {
 // (weight revision, tensor-parallel shard, opaque layer declarations). A
 // spec with none of them set is written as v1, byte for byte as before.
 constexpr uint32_t kVersion1 = 1;
-constexpr uint32_t kVersion2 = 2;
-
+constexpr uint32_t kVersion2 = 2;  // identity fields
+constexpr uint32_t kVersion3 = 3;  // identity fields and page_tokens
 
 // Reads little-endian fields off a span, failing (not reading) past its end.
 class Reader {
@@ -51,7 +51,7 @@ class Reader {
 
 bool HasIdentityFields(const NamespaceSpec& spec) {
   return !spec.weight_revision.empty() || spec.tp_rank != 0 || spec.tp_world_size != 1 ||
-         !spec.opaque_layers.empty();
+         !spec.opaque_layers.empty() || spec.page_tokens != 0;
 }
 
 void AppendIdentityFields(std::string* s, const NamespaceSpec& spec) {
@@ -66,12 +66,15 @@ void AppendIdentityFields(std::string* s, const NamespaceSpec& spec) {
     AppendLE32(s, static_cast<uint32_t>(o.shape.size()));
     for (uint64_t d : o.shape) AppendLE64(s, d);
   }
+  // Only when set: namespaces without pages keep the ids they had before
+  // page_tokens existed.
+  if (spec.page_tokens != 0) AppendLE32(s, spec.page_tokens);
 }
 
 std::string EncodeNamespaceSpec(const NamespaceSpec& spec) {
   const bool v2 = HasIdentityFields(spec);
   std::string s;
-  AppendLE32(&s, v2 ? kVersion2 : kVersion1);
+  AppendLE32(&s, spec.page_tokens != 0 ? kVersion3 : v2 ? kVersion2 : kVersion1);
   AppendLE32(&s, static_cast<uint32_t>(spec.model_id.size()));
   s += spec.model_id;
   internal::AppendQsaGeometry(&s, spec.qsa);
@@ -86,7 +89,7 @@ Result<NamespaceSpec> DecodeNamespaceSpec(ByteSpan p) {
   Reader r(p);
   uint32_t version = 0, u = 0;
   NamespaceSpec s;
-  if (!r.U32(&version) || (version != kVersion1 && version != kVersion2)) return bad();
+  if (!r.U32(&version) || version < kVersion1 || version > kVersion3) return bad();
   if (!r.Str(&s.model_id, kMaxModelIdBytes)) return bad();
   uint32_t theta = 0, eps = 0;
   if (!r.U32(&s.qsa.hd) || !r.U32(&s.qsa.max_tokens) || !r.U32(&s.qsa.ratio) ||
@@ -96,7 +99,7 @@ Result<NamespaceSpec> DecodeNamespaceSpec(ByteSpan p) {
   }
   s.qsa.theta = std::bit_cast<float>(theta);
   s.qsa.eps = std::bit_cast<float>(eps);
-  if (version == kVersion2) {
+  if (version >= kVersion2) {
     uint32_t n = 0;
     if (!r.Str(&s.weight_revision, kMaxModelIdBytes) || !r.U32(&s.tp_rank) ||
         !r.U32(&s.tp_world_size) || !r.U32(&n) || n > kMaxOpaqueLayers) {
@@ -113,6 +116,7 @@ Result<NamespaceSpec> DecodeNamespaceSpec(ByteSpan p) {
       }
       s.opaque_layers.push_back(std::move(o));
     }
+    if (version == kVersion3 && (!r.U32(&s.page_tokens) || s.page_tokens == 0)) return bad();
   }
   if (!r.done()) return bad();
   return s;
@@ -158,6 +162,10 @@ Status ValidateNamespaceSpec(const NamespaceSpec& spec) {
                                    " must be below the world size " +
                                    std::to_string(spec.tp_world_size) + " (and that above 0)");
   }
+  if (spec.page_tokens > (1u << 24)) {
+    return Status::InvalidArgument("page_tokens " + std::to_string(spec.page_tokens) +
+                                   " is over 2^24");
+  }
   if (spec.opaque_layers.size() > kMaxOpaqueLayers) {
     return Status::InvalidArgument("more than 65536 opaque layer declarations");
   }
@@ -165,8 +173,9 @@ Status ValidateNamespaceSpec(const NamespaceSpec& spec) {
     const OpaqueLayerSpec& o = spec.opaque_layers[i];
     const std::string at = "opaque layer " + std::to_string(o.layer);
     if (i > 0 && o.layer <= spec.opaque_layers[i - 1].layer) {
-      return Status::InvalidArgument(at + ": opaque layer declarations must be in ascending, "
-                                          "unique layer order");
+      return Status::InvalidArgument(at +
+                                     ": opaque layer declarations must be in ascending, "
+                                     "unique layer order");
     }
     if (DTypeBytes(o.dtype) == 0) {
       return Status::InvalidArgument(at + ": unknown dtype " +

@@ -2,23 +2,21 @@
 // a free buffer, and the RestoreHandle the engine watches it through.
 //
 //  1. Prepare: manifest, and every target checked (kind, freshness, staging
-//     size) without reading a chunk.
-//  2. Validate: each layer's header is read with its chunk 0 and checked
-//     against its target before anything is uploaded. The staged chunk 0 is
-//     kept for the upload while the pool's hold budget allows (otherwise it
-//     is read again in step 3).
-//  3. Stream: restore_read_ahead lanes (2 by default: perf-notes.md found two
+//     size) and planned from the layer's header, which the manifest holds:
+//     nothing is read or uploaded before every layer fits its target.
+//  2. Stream: restore_read_ahead lanes (2 by default: perf-notes.md found two
 //     readers ahead best) run on the Asio pool, each taking the next layer
-//     not yet streamed and reading its chunks in order straight into
+//     not yet streamed and reading its pieces (PlanPieces: its pages from
+//     the puts that stored them, then its own rows) in order straight into
 //     staging: envelope check, whole-blob hash and copy in one pass over the
-//     bytes (a layer's hash needs its chunks in order). Each chunk is
+//     bytes (a layer's hash needs its pieces in order). Each piece is
 //     uploaded as soon as it is staged; the last one only after the layer's
 //     whole-blob hash matched. Then the layer's re-pool (QSA) is enqueued,
 //     its event recorded, and a host callback marks it done. A lane holds
 //     one buffer at a time and waits for the next holding none, so
 //     concurrent restores cannot deadlock; a buffer returns once its copy
 //     has completed.
-//  4. Commit: once every lane is done, every counter set at once, completion
+//  3. Commit: once every lane is done, every counter set at once, completion
 //     after the stream passed the work.
 // A failure (or a cancel) at any step moves no counter; the completion of a
 // failed restore waits for every lane to stop and for the stream to pass
@@ -100,7 +98,8 @@ class RestoreState final : public RestoreHandle {
     return gpu_.StreamWaitEvent(stream, event);
   }
   Status StreamWaitAll(StreamHandle stream) override {
-    for (const LayerProgress& l : layers_) AUXSTORE_RETURN_IF_ERROR(StreamWaitLayer(l.index, stream));
+    for (const LayerProgress& l : layers_)
+      AUXSTORE_RETURN_IF_ERROR(StreamWaitLayer(l.index, stream));
     return Status::Ok();
   }
   Result<EventHandle> LayerEvent(uint32_t layer) const override {
@@ -179,7 +178,7 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
   void Start() {
     Status st = Prepare();
     if (!st.ok()) return Fail(st);
-    ValidateNext(0);
+    StartStream();
   }
   // Completes a restore that could not start (no lane runs yet).
   void FailBeforeStart(Status st) { Fail(std::move(st)); }
@@ -190,8 +189,8 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
     SeqState* target = nullptr;
     LayerEntry entry;
     RestorePlan plan;
-    BlobHasher hasher;
-    Lease kept;  // chunk 0, staged during validation (a hold)
+    std::vector<LayerPiece> pieces;
+    std::optional<LayerHasher> hasher;
   };
 
   // ---- 1. prepare ----------------------------------------------------------
@@ -219,69 +218,38 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
                                        std::string(KindName(e->kind)) + ", target is " +
                                        std::string(KindName(target->kind())));
       }
-      if (e->bytes > 0 &&
-          ChunkSize(e->bytes, manifest_.chunk_bytes, 0) > core_.staging().buffer_bytes()) {
-        return Status::InvalidArgument(where + ": store chunks of " +
-                                       std::to_string(manifest_.chunk_bytes) +
-                                       " bytes exceed the staging buffers");
-      }
       Layer& l = layers_.emplace_back();
       l.index = index;
       l.target = target;
       l.entry = *e;
+      l.pieces = PlanPieces(manifest_, *e);
+      l.hasher.emplace(manifest_, *e);
+      for (const LayerPiece& piece : l.pieces) {
+        if (piece.bytes > core_.staging().buffer_bytes()) {
+          return Status::InvalidArgument(where + ": store chunks of up to " +
+                                         std::to_string(piece.bytes) +
+                                         " bytes exceed the staging buffers");
+        }
+      }
+      const size_t head = target->head_bytes();
+      if (e->bytes > 0 && head > e->header.size()) {
+        return Status::InvalidArgument(where + ": the target needs a " + std::to_string(head) +
+                                       "-byte header, the snapshot's layer has " +
+                                       std::to_string(e->header.size()));
+      }
+      auto plan = target->PlanRestore(ByteSpan(e->header).first(e->bytes > 0 ? head : 0), e->bytes);
+      if (!plan.ok()) return plan.status().WithContext(where);
+      l.plan = std::move(*plan);
+      for (const BlobSegment& seg : l.plan.segments) {
+        if (seg.blob_offset < e->header.size()) {  // headers stay on the host
+          return Status::Internal(where + ": the target uploads part of the layer's header");
+        }
+      }
     }
     return Status::Ok();
   }
 
-  // ---- 2. validate (one layer at a time) -----------------------------------
-
-  uint64_t SizeOf(const Layer& l, uint32_t chunk) const {
-    return ChunkSize(l.entry.bytes, manifest_.chunk_bytes, chunk);
-  }
-
-  void ValidateNext(size_t li) {
-    // Layers without a header (opaque, or empty blobs) plan from the size.
-    for (; li < layers_.size(); ++li) {
-      Layer& l = layers_[li];
-      if (l.target->head_bytes() > 0 && l.entry.bytes > 0) break;
-      auto plan = l.target->PlanRestore({}, l.entry.bytes);
-      if (!plan.ok()) return Fail(plan.status().WithContext(LayerWhere(l.index)));
-      l.plan = std::move(*plan);
-    }
-    if (li == layers_.size()) return StartStream();
-    if (stopped()) return Fail(Cancelled());
-    auto self = shared_from_this();
-    core_.staging().AsyncAcquire([self, li](Lease b) { self->ValidateWith(li, std::move(b)); });
-  }
-
-  // Reads the header's chunks into `b` (chunk 0 alone unless chunks are
-  // smaller than the header), plans the restore, and keeps chunk 0 staged if
-  // it is the only chunk read and the hold budget allows.
-  void ValidateWith(size_t li, Lease b) {
-    Layer& l = layers_[li];
-    const size_t need = l.target->head_bytes();
-    std::vector<uint8_t> head;
-    uint32_t c = 0;
-    for (; head.size() < need && c < l.entry.chunks; ++c) {
-      const uint64_t size = SizeOf(l, c);
-      Status st =
-          core_.store().ReadChunkInto(ns_, prefix_, manifest_, l.index, c, b.span().first(size),
-                                      /*blob_hash=*/nullptr);  // hashed when streamed
-      if (!st.ok()) return Fail(st.WithContext(LayerWhere(l.index)));
-      const size_t take = std::min<uint64_t>(need - head.size(), size);
-      head.insert(head.end(), b.data(), b.data() + take);
-    }
-    auto plan = l.target->PlanRestore(head, l.entry.bytes);
-    if (!plan.ok()) return Fail(plan.status().WithContext(LayerWhere(l.index)));
-    l.plan = std::move(*plan);
-    if (c == 1 && b.TryHold()) {
-      std::lock_guard lock(mu_);  // Fail may drop kept buffers meanwhile
-      if (!failed_) l.kept = std::move(b);
-    }
-    ValidateNext(li + 1);  // `b`, if not kept, goes back here
-  }
-
-  // ---- 3. stream (one lane per layer in flight) ---------------------------
+  // ---- 2. stream (one lane per layer in flight) ---------------------------
 
   void StartStream() {
     const size_t lanes =
@@ -305,12 +273,20 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
         li = layers_.size();
     }
     if (li == layers_.size()) return EndLane();
-    StreamChunk(li, 0);
+    layers_[li].hasher->Update(layers_[li].entry.header);
+    if (layers_[li].pieces.empty()) {  // the header is the whole blob
+      Status st = CheckLayerDigest(layers_[li].entry, layers_[li].hasher->Digest());
+      if (!st.ok()) {
+        Fail(st.WithContext(LayerWhere(layers_[li].index)), /*quarantine=*/true);
+        return EndLane();
+      }
+    }
+    StreamPiece(li, 0);
   }
 
-  void StreamChunk(size_t li, uint32_t c) {
+  void StreamPiece(size_t li, size_t i) {
     Layer& l = layers_[li];
-    if (c == l.entry.chunks) {
+    if (i == l.pieces.size()) {
       Status st = LayerEnqueued(li);
       if (!st.ok()) {
         Fail(st);
@@ -318,49 +294,41 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
       }
       return NextLayer();
     }
-    Lease kept;  // chunk 0, staged and verified during validation
-    if (c == 0) {
-      std::lock_guard lock(mu_);  // Fail may drop it meanwhile
-      kept = std::move(l.kept);
-    }
-    if (kept) return StageChunk(li, 0, std::move(kept), /*kept=*/true);
     auto self = shared_from_this();
-    core_.staging().AsyncAcquire(
-        [self, li, c](Lease b) { self->StageChunk(li, c, std::move(b), false); });
+    core_.staging().AsyncAcquire([self, li, i](Lease b) { self->StagePiece(li, i, std::move(b)); });
   }
 
-  // Reads chunk `c` of layer `li` into `b` (unless it is the kept chunk 0),
-  // uploads it and goes on with the next chunk.
-  void StageChunk(size_t li, uint32_t c, Lease b, bool kept) {
+  // Reads piece `i` of layer `li` into `b`, uploads it and goes on with the
+  // next piece.
+  void StagePiece(size_t li, size_t i, Lease b) {
     Layer& l = layers_[li];
-    const uint64_t size = SizeOf(l, c);
-    const ByteSpan staged{b.data(), static_cast<size_t>(size)};
+    const LayerPiece& piece = l.pieces[i];
+    const ByteSpan staged{b.data(), piece.bytes};
     Status st;
     bool quarantine = false;
     const bool stopped_now = stopped();  // another lane failed, or a cancel
-    if (!stopped_now && kept) l.hasher.Update(staged);
-    if (!stopped_now && !kept) {
+    if (!stopped_now) {
       // A Corruption here has already quarantined the snapshot (store.h).
-      st = core_.store().ReadChunkInto(ns_, prefix_, manifest_, l.index, c,
-                                       b.span().first(size), &l.hasher);
+      st = core_.store().ReadPieceInto(ns_, prefix_, manifest_, l.index, piece,
+                                       b.span().first(piece.bytes), &*l.hasher);
       if (!st.ok()) st = st.WithContext(LayerWhere(l.index));
     }
-    // The last chunk goes up only once the whole blob matches its manifest.
-    if (st.ok() && !stopped_now && c + 1 == l.entry.chunks) {
-      st = CheckLayerDigest(l.entry, l.hasher.Digest());
+    // The last piece goes up only once the whole blob matches its manifest.
+    if (st.ok() && !stopped_now && i + 1 == l.pieces.size()) {
+      st = CheckLayerDigest(l.entry, l.hasher->Digest());
       quarantine = !st.ok();
     }
-    if (st.ok() && !stopped_now) st = Upload(l, c, staged);
+    if (st.ok() && !stopped_now) st = Upload(l, piece.blob_offset, staged);
     Status returned = b.ReturnAfter(stream_);
     if (st.ok()) st = returned;
     if (!st.ok()) Fail(st, quarantine);
     if (stopped_now && state_->cancelled()) Fail(Cancelled());
     if (!st.ok() || stopped_now) return EndLane();
-    StreamChunk(li, c + 1);
+    StreamPiece(li, i + 1);
   }
 
-  Status Upload(Layer& l, uint32_t chunk, ByteSpan b) {
-    const uint64_t lo = uint64_t{chunk} * manifest_.chunk_bytes, hi = lo + b.size();
+  Status Upload(Layer& l, uint64_t lo, ByteSpan b) {
+    const uint64_t hi = lo + b.size();
     for (const BlobSegment& seg : l.plan.segments) {
       const uint64_t s = std::max(lo, seg.blob_offset);
       const uint64_t e = std::min(hi, seg.blob_offset + seg.bytes);
@@ -373,7 +341,7 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
     return Status::Ok();
   }
 
-  // Every chunk of layer `li` is on the stream: its re-pool, its event, and
+  // Every piece of layer `li` is on the stream: its re-pool, its event, and
   // a host callback that marks it done once the device passed all of it.
   Status LayerEnqueued(size_t li) {
     Layer& l = layers_[li];
@@ -410,7 +378,7 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
   }
   static Status Cancelled() { return Status::Unavailable("restore cancelled"); }
 
-  // ---- 4. commit -----------------------------------------------------------
+  // ---- 3. commit -----------------------------------------------------------
 
   void Commit() {
     if (state_->cancelled()) {  // the last chance: nothing is committed yet
@@ -423,23 +391,18 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
 
   // ---- completion ----------------------------------------------------------
 
-  // Records the first failure (later ones are dropped) and returns buffers
-  // kept from validation. Outside the stream phase it completes the restore
-  // at once; while lanes run, the last lane to stop does (EndLane).
+  // Records the first failure (later ones are dropped). Outside the stream
+  // phase it completes the restore at once; while lanes run, the last lane
+  // to stop does (EndLane).
   void Fail(Status st, bool quarantine = false) {
     bool complete_now = false;
-    std::vector<Lease> kept;
     {
       std::lock_guard lock(mu_);
       if (failed_) return;
       failed_ = true;
       error_ = st;
-      for (Layer& l : layers_) {
-        if (l.kept) kept.push_back(std::move(l.kept));
-      }
       complete_now = lanes_running_ == 0;
     }
-    kept.clear();  // back to the pool, outside the lock
     // Only what this pipeline itself found; a store read that failed with
     // Corruption has quarantined the snapshot already.
     if (quarantine) (void)core_.store().Quarantine(ns_, prefix_, st);
@@ -459,9 +422,8 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
   // Completes once the stream has passed everything enqueued so far.
   void FinishAfterStream(Status st) {
     auto self = shared_from_this();
-    Status launched = core_.gpu().LaunchHostFunc(stream_, [self, st] {
-      asio::post(self->core_.pool(), [self, st] { self->Finish(st); });
-    });
+    Status launched = core_.gpu().LaunchHostFunc(
+        stream_, [self, st] { asio::post(self->core_.pool(), [self, st] { self->Finish(st); }); });
     if (launched.ok()) return;
     Status sync = core_.gpu().Synchronize(stream_);
     Finish(st.ok() ? sync : st);

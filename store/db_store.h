@@ -1,17 +1,23 @@
 // DbStore: the Store on RocksDB. Split by concern across db_store_open.cc
 // (open/close, version and watermark checks), db_store_write.cc (namespaces,
-// snapshots, erase), db_store_read.cc (manifests, layers, lookups, listing)
-// and db_store_maintenance.cc (index load, TTL, LRU, orphans, recency).
+// commits, record files), db_store_put.cc (snapshots and their pages),
+// db_store_reclaim.cc (erase, quarantine, reclaiming unused puts),
+// db_store_read.cc (manifests, layers, lookups, listing),
+// db_store_maintenance.cc (index load, TTL, LRU, intents, recency),
+// db_store_verify.cc and db_store_compact.cc (the offline tools' work).
 #pragma once
 
 #include <rocksdb/db.h>
 #include <rocksdb/sst_file_writer.h>
+#include <rocksdb/write_batch.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <random>
 #include <set>
 #include <shared_mutex>
 #include <string>
@@ -19,19 +25,30 @@
 #include <vector>
 
 #include "auxstore/store.h"
+#include "format/run_record.h"
 #include "store/rocks_options.h"
 #include "store/snapshot_index.h"
 #include "store/store_dir.h"
 
 namespace auxstore::store_internal {
 
-inline constexpr uint32_t kStoreFormatVersion = 1;
+// 1: whole layers per snapshot (auxstore 0.x). 2: pages shared across
+// snapshots, records per put (docs/format.md, "Versions").
+inline constexpr uint32_t kStoreFormatVersion = 2;
 
+// NotSupported naming both versions and the way forward.
+Status FormatVersionRefusal(const std::string& path, uint64_t version);
 // rocksdb::Status -> Status, with `what` naming the operation.
 Status FromRocks(const rocksdb::Status& s, const std::string& what);
 int64_t NowUnixMs();
 // A manifest record's value: envelope (under its key) and manifest decoded.
 Result<Manifest> DecodeManifestRecord(const std::string& key, ByteSpan value);
+// A page index value: the put that stored the page and the page's number.
+std::string EncodePageRef(NamespaceId ns, uint32_t page_tokens, const Prefix& chain_hash,
+                          PutId owner, uint32_t page);
+bool DecodePageRef(const std::string& key, ByteSpan value, PutId* owner, uint32_t* page);
+// A run record's value decoded under its key.
+Result<RunRecord> DecodeRunRecordValue(const std::string& key, ByteSpan value);
 
 class DbStore final : public Store {
  public:
@@ -51,9 +68,9 @@ class DbStore final : public Store {
                    const ChunkSink& sink) override;
   Result<std::vector<uint8_t>> GetLayer(NamespaceId ns, const Prefix& prefix,
                                         uint32_t layer) override;
-  Status ReadChunkInto(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
-                       uint32_t layer, uint32_t chunk, std::span<uint8_t> dst,
-                       BlobHasher* blob_hash) override;
+  Status ReadPieceInto(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
+                       uint32_t layer, const LayerPiece& piece, std::span<uint8_t> dst,
+                       LayerHasher* layer_hash) override;
   Status Quarantine(NamespaceId ns, const Prefix& prefix, const Status& why) override;
   Status QuarantineIfUnchanged(NamespaceId ns, const Prefix& prefix, const Manifest& seen,
                                const Status& why) override;
@@ -91,6 +108,9 @@ class DbStore final : public Store {
   Status OpenRocks(bool read_only, bool create);
   enum class Families { kComplete, kIncomplete };
   Result<Families> CheckFamilies();
+  // The format version a store with only `families` records, read on a
+  // read-only handle of those; nullopt when it has none (or cannot say).
+  Result<std::optional<uint64_t>> PeekFormatVersion(const std::vector<std::string>& families);
   Status CreateDb(bool created_dir);
   Status OpenExistingDb(const DirCheck& dir);
   // Opens read-only, runs CheckRecovered, closes: an existing store's checks
@@ -111,13 +131,24 @@ class DbStore final : public Store {
   Status CheckWritable() const;
   // Runs a write; on failure fences the handle (reliability-notes #2).
   Status Guard(const rocksdb::Status& s, const std::string& what);
-  // One SST file of `layers`' records (sorted), its checksum in `info`.
-  Status WriteSst(const std::string& file, NamespaceId ns, const Prefix& prefix,
-                  std::span<const LayerBlob> layers, rocksdb::ExternalSstFileInfo* info);
-  Status WriteIngested(NamespaceId ns, const Prefix& prefix, std::span<const LayerBlob> layers,
-                       const Manifest& manifest);
-  Status WriteBatched(NamespaceId ns, const Prefix& prefix, std::span<const LayerBlob> layers,
-                      const Manifest& manifest);
+  // One (layer, array) byte stream a put stores: its own pages and tail.
+  struct OwnStream {
+    uint32_t layer = 0;
+    uint8_t array = 0;
+    Kind kind = Kind::kOpaque;
+    ByteSpan bytes;
+  };
+  using RecordEmit = std::function<Status(const std::string& key, const std::string& value)>;
+  // Every record of `streams` (sorted by layer, then array), in key order.
+  Status ForEachRecord(NamespaceId ns, PutId put, std::span<const OwnStream> streams,
+                       const RecordEmit& emit);
+  // One SST file of `streams`' records, its checksum in `info`.
+  Status WriteSst(const std::string& file, NamespaceId ns, PutId put,
+                  std::span<const OwnStream> streams, rocksdb::ExternalSstFileInfo* info);
+  // The records as SST files moved into the tree, under a write intent
+  // (value: the snapshot key) the commit batch clears.
+  Status WriteIngested(NamespaceId ns, PutId put, const std::string& snapshot_key,
+                       std::span<const OwnStream> streams);
   // Adds the manifest to `batch` and commits it.
   Status CommitManifest(rocksdb::WriteBatch* batch, NamespaceId ns, const Prefix& prefix,
                         const Manifest& manifest);
@@ -126,14 +157,30 @@ class DbStore final : public Store {
   Status Commit(rocksdb::WriteBatch* batch, bool sync, const std::string& what);
   Status CommitLocked(rocksdb::WriteBatch* batch, bool sync, const std::string& what);
   Status AdvanceWatermark(uint64_t seq);
-  // Removes a snapshot (manifest durably first, then records). `kind` counts it.
+
+  // ---- puts (db_store_put.cc)
+  PutId NewPutId();
+  // nullopt when the put has no run record.
+  Result<std::optional<RunRecord>> LoadRunRecord(NamespaceId ns, PutId put);
+
+  // ---- removal and reclaim (db_store_reclaim.cc)
   enum class EraseReason { kUser, kEviction, kExpiry };
   // NotFound (and *absent set, when given) when there is no such snapshot.
-  Status EraseSnapshot(const std::string& snapshot_key, EraseReason reason,
-                       bool* absent = nullptr);
-  Status DeleteRecords(NamespaceId ns, const Prefix& prefix);
-  // Whether any record is stored under (ns, prefix).
-  Result<bool> HasRecords(NamespaceId ns, const Prefix& prefix);
+  Status EraseSnapshot(const std::string& snapshot_key, EraseReason reason, bool* absent = nullptr);
+  // Caller holds the key lock. Removes the manifest and its refs and
+  // reclaims the puts nobody uses any more (`quarantine`: counts one).
+  Status RemoveSnapshot(NamespaceId ns, const Prefix& prefix, const std::string& manifest_value,
+                        const Status* quarantine, const std::string& what);
+  Result<bool> HasRefsOtherThan(NamespaceId ns, PutId owner, PutId referrer);
+  Result<bool> AddReclaim(NamespaceId ns, PutId owner, rocksdb::WriteBatch* batch);
+  // Drops a put's pin; reclaims it when nobody uses it any more.
+  void UnpinOwner(NamespaceId ns, PutId owner);
+  // Reclaims a put no ref and no pin holds: true when it did.
+  Result<bool> ReclaimIfUnused(NamespaceId ns, PutId put);
+  Status DeleteRecordsOfPut(NamespaceId ns, PutId put);
+  // A damaged record of put `owner`: quarantines every snapshot using it.
+  Status QuarantineRecord(NamespaceId ns, PutId owner, uint32_t layer, uint8_t array,
+                          uint32_t chunk, const Status& why);
 
   // ---- reads (db_store_read.cc)
   Result<Manifest> LoadManifest(NamespaceId ns, const Prefix& prefix);
@@ -152,17 +199,22 @@ class DbStore final : public Store {
   };
   // NotFound when no record has `key`; the value is not verified here.
   Status PinRecord(const std::string& key, PinnedRecord* out);
-  // PinRecord of a layer chunk; a missing one is Corruption (a torn snapshot).
-  Status PinChunk(NamespaceId ns, const Prefix& prefix, uint32_t layer, uint32_t chunk,
+  // PinRecord of one piece's record; a missing one is Corruption (a torn
+  // snapshot).
+  Status PinPiece(NamespaceId ns, const Prefix& prefix, uint32_t layer, const LayerPiece& piece,
                   PinnedRecord* record);
-  // The one definition of a good chunk (reads, restores, Verify): its
-  // envelope decodes under its own key, it holds the record kind of the
-  // layer's kind and exactly the bytes the manifest implies. Feeds its
-  // payload to `blob_hash` (may be null) in the same pass and, when
-  // `copy_to` is given, copies it there (exactly the chunk's size).
-  Status VerifyChunk(NamespaceId ns, const Prefix& prefix, const LayerEntry& entry,
-                     uint32_t chunk_bytes, uint32_t chunk, ByteSpan value, BlobHasher* blob_hash,
-                     std::span<uint8_t>* copy_to, ByteSpan* payload);
+  // The one definition of a good record (reads, restores, Verify): its
+  // envelope decodes under its own key and holds the record kind of the
+  // layer's kind and the piece's bytes; they are fed to `blob_hash` (may be
+  // null) and, when `copy_to` is given, copied there, in the same pass.
+  Status VerifyPiece(NamespaceId ns, const Prefix& prefix, const LayerEntry& entry,
+                     const LayerPiece& piece, ByteSpan value, LayerHasher* layer_hash,
+                     std::span<uint8_t>* copy_to, ByteSpan* bytes);
+  // A piece that failed: Corruption quarantines every snapshot using its
+  // record; a snapshot replaced or erased meanwhile reads NotFound (a race
+  // with a writer, not damage).
+  Status PieceFailed(NamespaceId ns, const Prefix& prefix, const Manifest& m, uint32_t layer,
+                     const LayerPiece& piece, Status s);
   void Touch(NamespaceId ns, const Prefix& prefix);
   // Quarantines the snapshot if its stored manifest value still passes
   // `still_same` (null: any) and returns `why`; returns NotFound when it was
@@ -175,7 +227,7 @@ class DbStore final : public Store {
 
   // ---- verification (db_store_verify.cc)
   class Verifier;
-  // Reads every record of one snapshot and checks it (VerifyChunk, the
+  // Reads every piece of one snapshot and checks it (VerifyPiece, the
   // codec check of each layer's head, CheckLayerDigest). OK, or Corruption
   // with the damaged layer in *layer. Counts into `report` when given.
   Status VerifySnapshot(NamespaceId ns, const Prefix& prefix, const Manifest& m,
@@ -185,10 +237,13 @@ class DbStore final : public Store {
   void MaintenanceLoop();
   void LoadIndex();
   void WaitForIndex();
-  Status MaintenancePass() { return MaintenancePass(options_.ttl_seconds, options_.capacity_bytes); }
+  Status MaintenancePass() {
+    return MaintenancePass(options_.ttl_seconds, options_.capacity_bytes);
+  }
   Status MaintenancePass(uint64_t ttl_seconds, uint64_t capacity_bytes);
-  // Compact's orphan pass: record groups with no manifest, and records a
-  // manifest does not name.
+  // Compact's orphan pass: records of puts with no run record, run records
+  // nobody refs, refs of snapshots that are gone, page entries of puts that
+  // are gone.
   Status RemoveOrphans(CompactReport* report);
   Status PersistRecency();
   Status SweepIntents();
@@ -201,7 +256,7 @@ class DbStore final : public Store {
 
   const Options options_;
   const std::string path_;
-  WriterLock lock_;  // a writer's, held until after db_ is closed
+  WriterLock lock_;                // a writer's, held until after db_ is closed
   bool had_store_marker_ = false;  // AUXSTORE-LOCK or the watermark before this open
   RocksSetup setup_;
   std::unique_ptr<rocksdb::DB> db_;
@@ -222,6 +277,15 @@ class DbStore final : public Store {
   std::map<NamespaceId, NamespaceSpec> namespaces_;
 
   SnapshotIndex index_;
+
+  // Sharing: page lookups and commits that add refs, against removals that
+  // drop them (db_store_put.cc, db_store_reclaim.cc). pins_: puts whose
+  // pages a put in flight is about to share (PutKey -> puts).
+  std::mutex pages_mu_;
+  std::map<std::string, int> pins_;
+  std::mutex put_id_mu_;
+  std::mt19937_64 put_id_rng_;  // seeded from std::random_device on first use
+  bool put_id_seeded_ = false;
   std::atomic<uint64_t> hits_{0}, misses_{0}, puts_{0}, duplicate_puts_{0}, evictions_{0},
       expirations_{0}, orphans_seen_{0}, orphans_removed_{0}, bytes_written_{0}, bytes_read_{0};
 

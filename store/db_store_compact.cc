@@ -1,14 +1,22 @@
 // Store::Compact (include/auxstore/maintenance.h): what `auxstore compact`
 // runs. Drops unwanted snapshots through the same erase path as the engine's
-// (manifest first, as a commit), removes orphan records, then rewrites every
-// column family's bottom level so erased bytes leave the disk.
+// (one commit, then the unused puts' records), removes what a crash left
+// unreferenced (records without a run record, run records nobody refs,
+// stale refs and page entries), then rewrites every column family's bottom
+// level so erased bytes leave the disk.
 #include <rocksdb/convenience.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
+#include "format/byte_order.h"
+#include "format/manifest.h"
+#include "format/run_record.h"
+#include "store/bytes.h"
 #include "store/db_store.h"
 #include "store/keys.h"
+#include "store/meta_keys.h"
 
 namespace auxstore::store_internal {
 namespace {
@@ -32,8 +40,11 @@ uint64_t DbStore::DiskBytes() {
 }
 
 Status DbStore::RemoveOrphans(CompactReport* report) {
-  std::vector<std::pair<NamespaceId, Prefix>> groups;  // prefixes with records, no manifest
-  std::vector<std::string> strays;                     // records a live manifest does not name
+  // 1. Records of puts with no run record (crashed before their commit, or
+  //    between a reclaim's commit and its delete), and records inside a
+  //    live put's range its run record does not name.
+  std::vector<std::pair<NamespaceId, PutId>> orphans;
+  std::vector<std::string> strays;
   {
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(HotReadOptions(), cf_[kRecords]));
     for (it->SeekToFirst(); it->Valid();) {
@@ -43,43 +54,117 @@ Status DbStore::RemoveOrphans(CompactReport* report) {
         it->Next();
         continue;
       }
-      auto m = LoadManifest(k.ns, k.prefix);
-      if (m.ok()) {
-        // The walk verification does, collecting what the manifest does not name.
-        std::unique_ptr<rocksdb::Iterator> walk(
-            db_->NewIterator(HotReadOptions(), cf_[kRecords]));
-        const std::string end = SnapshotRangeEnd(k.ns, k.prefix);
-        for (walk->Seek(SnapshotKey(k.ns, k.prefix)); walk->Valid() && walk->key().compare(end) < 0;
+      auto rec = LoadRunRecord(k.ns, k.put);
+      if (rec.ok() && *rec) {
+        std::unique_ptr<rocksdb::Iterator> walk(db_->NewIterator(HotReadOptions(), cf_[kRecords]));
+        const std::string end = PutRangeEnd(k.ns, k.put);
+        for (walk->Seek(PutKey(k.ns, k.put)); walk->Valid() && walk->key().compare(end) < 0;
              walk->Next()) {
           ParsedRecordKey r;
           ParseRecordKey(walk->key().ToStringView(), &r);
-          const LayerEntry* e = m->FindLayer(r.layer);
-          if (e == nullptr || r.chunk >= e->chunks) strays.push_back(walk->key().ToString());
+          const RunLayer* rl = (*rec)->FindLayer(r.layer);
+          bool named = rl != nullptr && r.array < rl->arrays.size();
+          if (named) {
+            const RunArray& ra = rl->arrays[r.array];
+            const uint64_t stream =
+                uint64_t{rl->pages} * (*rec)->page_tokens * ra.row_bytes + ra.tail_bytes;
+            named = r.chunk < ChunkCount(stream, (*rec)->chunk_bytes);
+          }
+          if (!named) strays.push_back(walk->key().ToString());
         }
-        AUXSTORE_RETURN_IF_ERROR(FromRocks(walk->status(), "scan the records of a snapshot"));
-      } else if (m.error().IsNotFound()) {
-        groups.emplace_back(k.ns, k.prefix);
-      } else if (!m.error().IsCorruption()) {
-        return m.error();
-      }  // a damaged manifest was quarantined by the load: its records go next time
-      it->Seek(SnapshotRangeEnd(k.ns, k.prefix));
+        AUXSTORE_RETURN_IF_ERROR(FromRocks(walk->status(), "scan the records of a put"));
+      } else if (rec.ok()) {
+        orphans.emplace_back(k.ns, k.put);
+      }  // a damaged run record: its users are corrupt (verify --repair), not orphans
+      it->Seek(PutRangeEnd(k.ns, k.put));
     }
     AUXSTORE_RETURN_IF_ERROR(FromRocks(it->status(), "scan records for orphans"));
   }
-  for (const auto& [ns, prefix] : groups) {
-    KeyLock key_lock(this, SnapshotKey(ns, prefix));
-    std::string manifest;
-    if (!db_->Get(rocksdb::ReadOptions(), cf_[kManifests], SnapshotKey(ns, prefix), &manifest)
-             .IsNotFound()) {
-      continue;  // put meanwhile
-    }
-    AUXSTORE_RETURN_IF_ERROR(DeleteRecords(ns, prefix));
-    ++report->orphan_snapshots_removed;
+  for (const auto& [ns, put] : orphans) {
+    // An ingested put in flight has its records before its run record, under
+    // an intent: the intent is read first (the commit clears it and writes
+    // the run record at once), and such puts are SweepIntents' to judge.
+    const std::string pkey = PutKey(ns, put);
+    std::string v;
+    rocksdb::Status intent = db_->Get(rocksdb::ReadOptions(), cf_[kMeta], kIntentPrefix + pkey, &v);
+    if (!intent.IsNotFound()) continue;
+    if (!db_->Get(rocksdb::ReadOptions(), cf_[kRuns], pkey, &v).IsNotFound()) continue;
+    AUXSTORE_RETURN_IF_ERROR(DeleteRecordsOfPut(ns, put));
+    ++report->orphan_puts_removed;
   }
   for (const std::string& key : strays) {
     AUXSTORE_RETURN_IF_ERROR(
         Guard(db_->Delete(rocksdb::WriteOptions(), cf_[kRecords], key), "delete a stray record"));
     ++report->orphan_records_removed;
+  }
+
+  // 2. Refs of snapshots that are gone (a damaged manifest removed as it
+  //    was), then every run record nobody refs any more.
+  std::set<std::pair<NamespaceId, PutId>> unreferenced;
+  {
+    std::vector<std::string> stale;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(HotReadOptions(), cf_[kRefs]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      NamespaceId ns = 0, sns = 0;
+      PutId owner = 0, referrer = 0;
+      Prefix prefix;
+      if (!ParseRefKey(it->key().ToStringView(), &ns, &owner, &referrer) ||
+          !ParseSnapshotKey(it->value().ToStringView(), &sns, &prefix)) {
+        stale.push_back(it->key().ToString());
+        continue;
+      }
+      auto m = LoadManifest(sns, prefix);
+      if (m.ok() && m->put_id == referrer) continue;
+      if (!m.ok() && !m.error().IsNotFound() && !m.error().IsCorruption()) return m.error();
+      stale.push_back(it->key().ToString());
+      unreferenced.emplace(ns, owner);
+    }
+    AUXSTORE_RETURN_IF_ERROR(FromRocks(it->status(), "scan refs"));
+    std::lock_guard lock(pages_mu_);
+    for (const std::string& key : stale) {
+      AUXSTORE_RETURN_IF_ERROR(
+          Guard(db_->Delete(rocksdb::WriteOptions(), cf_[kRefs], key), "delete a stale ref"));
+      ++report->stale_entries_removed;
+    }
+  }
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(HotReadOptions(), cf_[kRuns]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      NamespaceId ns = 0;
+      PutId put = 0;
+      if (ParsePutKey(it->key().ToStringView(), &ns, &put)) unreferenced.emplace(ns, put);
+    }
+    AUXSTORE_RETURN_IF_ERROR(FromRocks(it->status(), "scan run records"));
+  }
+  for (const auto& [ns, put] : unreferenced) {
+    AUXSTORE_ASSIGN_OR_RETURN(bool reclaimed, ReclaimIfUnused(ns, put));
+    if (reclaimed) ++report->orphan_puts_removed;
+  }
+
+  // 3. Page entries of puts that are gone: lookups would miss a share.
+  {
+    std::vector<std::string> stale;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(HotReadOptions(), cf_[kPages]));
+    std::lock_guard lock(pages_mu_);
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      const std::string key = it->key().ToString();
+      PutId owner = 0;
+      uint32_t page = 0;
+      std::string run;
+      if (key.size() == kPageKeyBytes && DecodePageRef(key, Bytes(it->value()), &owner, &page)) {
+        const NamespaceId ns = internal::GetBE64(reinterpret_cast<const uint8_t*>(key.data()));
+        if (!db_->Get(rocksdb::ReadOptions(), cf_[kRuns], PutKey(ns, owner), &run).IsNotFound()) {
+          continue;
+        }
+      }
+      stale.push_back(key);
+    }
+    AUXSTORE_RETURN_IF_ERROR(FromRocks(it->status(), "scan the page index"));
+    for (const std::string& key : stale) {
+      AUXSTORE_RETURN_IF_ERROR(Guard(db_->Delete(rocksdb::WriteOptions(), cf_[kPages], key),
+                                     "delete a stale page entry"));
+      ++report->stale_entries_removed;
+    }
   }
   return SweepIntents();
 }
@@ -90,7 +175,7 @@ Result<CompactReport> DbStore::Compact(const CompactOptions& o) {
   CompactReport r;
   r.disk_bytes_before = DiskBytes();
   r.snapshots_before = index_.snapshots();
-  r.payload_bytes_before = index_.bytes();
+  r.payload_bytes_before = index_.unique_bytes();
 
   std::vector<std::string> victims;
   AUXSTORE_RETURN_IF_ERROR(List(std::nullopt, [&](const SnapshotInfo& s) {
@@ -119,7 +204,7 @@ Result<CompactReport> DbStore::Compact(const CompactOptions& o) {
   AUXSTORE_RETURN_IF_ERROR(Guard(db_->FlushWAL(true), "sync the WAL"));
   AUXSTORE_RETURN_IF_ERROR(Flush());
   r.snapshots_after = index_.snapshots();
-  r.payload_bytes_after = index_.bytes();
+  r.payload_bytes_after = index_.unique_bytes();
   r.disk_bytes_after = DiskBytes();
   return r;
 }

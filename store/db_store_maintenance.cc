@@ -5,6 +5,7 @@
 
 #include "format/byte_order.h"
 #include "format/envelope.h"
+#include "format/layer_layout.h"
 #include "format/manifest.h"
 #include "store/bytes.h"
 #include "store/db_store.h"
@@ -38,20 +39,36 @@ void DbStore::MaintenanceLoop() {
   }
 }
 
-// Builds the snapshot index from the manifests (sizes, creation) and the
-// persisted recency. Runs off the opening thread.
+// Builds the snapshot index from the manifests (sizes, creation, the puts
+// each one reads), the run records (what each put stored) and the persisted
+// recency. Runs off the opening thread.
 void DbStore::LoadIndex() {
+  std::unordered_map<std::string, uint64_t> stored;  // PutKey -> bytes
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf_[kRuns]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      const std::string key = it->key().ToString();
+      auto r = DecodeRunRecordValue(key, Bytes(it->value()));
+      if (r.ok()) stored[key] = r->stored_bytes();  // a damaged one: verify finds it
+    }
+  }
   std::unordered_map<std::string, IndexEntry> loaded;
   {
     std::unique_ptr<rocksdb::Iterator> it(
         db_->NewIterator(rocksdb::ReadOptions(), cf_[kManifests]));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       const std::string key = it->key().ToString();
-      auto env = DecodeEnvelope(Bytes(key), Bytes(it->value()));
-      if (!env.ok()) continue;  // found and quarantined by the first read of it
-      auto m = DecodeManifest(env->payload);
-      if (!m.ok()) continue;
-      loaded[key] = {m->payload_bytes(), m->created_unix_ms, m->created_unix_ms};
+      NamespaceId ns = 0;
+      Prefix prefix;
+      if (!ParseSnapshotKey(key, &ns, &prefix)) continue;
+      auto m = DecodeManifestRecord(key, Bytes(it->value()));
+      if (!m.ok()) continue;  // found and quarantined by the first read of it
+      IndexEntry e{m->payload_bytes(), m->created_unix_ms, m->created_unix_ms, {}};
+      for (PutId put : UsedPuts(*m)) {
+        auto s = stored.find(PutKey(ns, put));
+        if (s != stored.end()) e.uses.emplace_back(s->first, s->second);
+      }
+      loaded[key] = std::move(e);
     }
   }
   {
@@ -108,35 +125,42 @@ Status DbStore::PersistRecency() {
   return Guard(db_->Write(rocksdb::WriteOptions(), &batch), "persist recency");
 }
 
-// Removes the records of ingested snapshots whose manifest never committed.
+// Removes the records of ingested puts that never committed: an intent
+// (kIntentPrefix + PutKey -> the snapshot key) whose put has no run record.
 Status DbStore::SweepIntents() {
-  std::vector<std::string> intents;
+  std::vector<std::pair<std::string, std::string>> intents;  // (PutKey, snapshot key)
   {
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf_[kMeta]));
     for (it->Seek(kIntentPrefix); it->Valid() && it->key().starts_with(kIntentPrefix); it->Next()) {
-      intents.push_back(it->key().ToString().substr(std::string(kIntentPrefix).size()));
+      auto skey = DecodeMeta(it->key().ToString(), Bytes(it->value()));
+      intents.emplace_back(it->key().ToString().substr(std::string(kIntentPrefix).size()),
+                           skey.ok() ? *skey : std::string());
     }
     AUXSTORE_RETURN_IF_ERROR(FromRocks(it->status(), "scan write intents"));
   }
-  for (const std::string& skey : intents) {
+  for (const auto& [put_key, skey] : intents) {
     NamespaceId ns = 0;
-    Prefix prefix;
-    if (!ParseSnapshotKey(skey, &ns, &prefix)) continue;
-    KeyLock key_lock(this, skey);  // a put of this prefix in flight owns its intent
+    PutId put = 0;
+    if (!ParsePutKey(put_key, &ns, &put)) continue;
+    // A put in flight holds its snapshot's key lock from before its intent
+    // until after its commit.
+    std::optional<KeyLock> key_lock;
+    if (!skey.empty()) key_lock.emplace(this, skey);
     std::string intent;
-    rocksdb::Status i = db_->Get(rocksdb::ReadOptions(), cf_[kMeta], kIntentPrefix + skey, &intent);
-    if (i.IsNotFound()) continue;  // another sweep got here first
+    rocksdb::Status i =
+        db_->Get(rocksdb::ReadOptions(), cf_[kMeta], kIntentPrefix + put_key, &intent);
+    if (i.IsNotFound()) continue;  // committed, or another sweep got here first
     if (!i.ok()) return FromRocks(i, "sweep orphans");
-    std::string manifest;
-    rocksdb::Status g = db_->Get(rocksdb::ReadOptions(), cf_[kManifests], skey, &manifest);
+    std::string run;
+    rocksdb::Status g = db_->Get(rocksdb::ReadOptions(), cf_[kRuns], put_key, &run);
     if (!g.ok() && !g.IsNotFound()) return FromRocks(g, "sweep orphans");
     if (g.IsNotFound()) {
       ++orphans_seen_;
-      AUXSTORE_RETURN_IF_ERROR(DeleteRecords(ns, prefix));
+      AUXSTORE_RETURN_IF_ERROR(DeleteRecordsOfPut(ns, put));
       ++orphans_removed_;
     }
     AUXSTORE_RETURN_IF_ERROR(Guard(
-        db_->Delete(rocksdb::WriteOptions(), cf_[kMeta], kIntentPrefix + skey), "clear intent"));
+        db_->Delete(rocksdb::WriteOptions(), cf_[kMeta], kIntentPrefix + put_key), "clear intent"));
   }
   return Status::Ok();
 }

@@ -2,10 +2,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <algorithm>
 #include <filesystem>
 #include <thread>
 
@@ -159,6 +159,14 @@ Result<DbStore::Families> DbStore::CheckFamilies() {
   if (!had_store_marker_ || families.size() > ours) {
     return Status::InvalidArgument(path_ + " is a RocksDB database but not an auxstore store");
   }
+  // A store of an older format has fewer families: its version record says
+  // so (read on a read-only handle of the families it has; nothing changes).
+  if (std::find(families.begin(), families.end(), kMetaCf) != families.end()) {
+    AUXSTORE_ASSIGN_OR_RETURN(std::optional<uint64_t> version, PeekFormatVersion(families));
+    if (version && *version != kStoreFormatVersion) {
+      return FormatVersionRefusal(path_, *version);
+    }
+  }
   // A creation commits nothing before every family exists: a store that
   // vouched for commits and now lacks a family lost MANIFEST edits.
   if (auto wm = ReadWatermark(path_); wm.ok() && *wm > 0) {
@@ -303,10 +311,52 @@ Status DbStore::OpenForReading() {
     if (last.ok()) last = Status::Busy("the MANIFEST changed during the open");
     std::this_thread::sleep_for(std::chrono::milliseconds(2 << std::min(attempt, 6)));
   }
-  return Status::Busy("store " + path_ + " kept changing under a read-only open (" +
-                      std::to_string(kAttempts) +
-                      " attempts raced a live writer; the last one: " + last.message() +
-                      "); try again");
+  return Status::Busy(
+      "store " + path_ + " kept changing under a read-only open (" + std::to_string(kAttempts) +
+      " attempts raced a live writer; the last one: " + last.message() + "); try again");
+}
+
+Status FormatVersionRefusal(const std::string& path, uint64_t version) {
+  std::string why = "store " + path + " has format version " + std::to_string(version) +
+                    "; this build reads version " + std::to_string(kStoreFormatVersion);
+  if (version == 1) {
+    return Status::NotSupported(why +
+                                " (pages shared across snapshots). Convert it offline with "
+                                "`auxstore migrate " +
+                                path +
+                                "` (the old store stays intact until the new one is "
+                                "complete); nothing was changed");
+  }
+  return Status::NotSupported(why + (version > kStoreFormatVersion
+                                         ? " (it was written by a newer auxstore); nothing was "
+                                           "changed"
+                                         : "; nothing was changed"));
+}
+
+Result<std::optional<uint64_t>> DbStore::PeekFormatVersion(
+    const std::vector<std::string>& families) {
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
+  size_t meta = 0;
+  for (const std::string& name : families) {
+    rocksdb::ColumnFamilyOptions o;
+    for (const auto& mine : setup_.cfs) {
+      if (mine.name == name) o = mine.options;
+    }
+    if (name == kMetaCf) meta = cfs.size();
+    cfs.emplace_back(name, o);
+  }
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status rs = rocksdb::DB::OpenForReadOnly(setup_.db, path_, cfs, &handles, &raw);
+  if (!rs.ok()) return std::optional<uint64_t>();  // the open proper reports it
+  std::string value;
+  rocksdb::Status g = raw->Get(rocksdb::ReadOptions(), handles[meta], kFormatVersionKey, &value);
+  for (auto* h : handles) (void)raw->DestroyColumnFamilyHandle(h);
+  delete raw;
+  if (!g.ok()) return std::optional<uint64_t>();
+  auto v = DecodeMetaU64(kFormatVersionKey, value);
+  if (!v.ok()) return std::optional<uint64_t>();
+  return std::optional<uint64_t>(*v);
 }
 
 Status DbStore::CheckFormatVersion(bool fresh) {
@@ -325,14 +375,7 @@ Status DbStore::CheckFormatVersion(bool fresh) {
   }
   if (!s.ok()) return FromRocks(s, "read the store format version");
   AUXSTORE_ASSIGN_OR_RETURN(uint64_t version, DecodeMetaU64(kFormatVersionKey, value));
-  if (version != kStoreFormatVersion) {
-    return Status::NotSupported("store " + path_ + " has format version " +
-                                std::to_string(version) + "; this build reads version " +
-                                std::to_string(kStoreFormatVersion) +
-                                (version > kStoreFormatVersion ? " (it was written by a newer "
-                                                                 "auxstore)"
-                                                               : ""));
-  }
+  if (version != kStoreFormatVersion) return FormatVersionRefusal(path_, version);
   return Status::Ok();
 }
 

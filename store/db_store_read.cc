@@ -6,11 +6,12 @@
 
 #include "auxstore/blob_hash.h"
 #include "format/envelope.h"
+#include "format/layer_layout.h"
 #include "format/manifest.h"
+#include "format/namespace_spec.h"
 #include "store/bytes.h"
 #include "store/db_store.h"
 #include "store/keys.h"
-#include "format/namespace_spec.h"
 
 namespace auxstore::store_internal {
 namespace {
@@ -129,40 +130,55 @@ Status DbStore::PinRecord(const std::string& key, PinnedRecord* out) {
   return Status::Ok();
 }
 
-Status DbStore::PinChunk(NamespaceId ns, const Prefix& prefix, uint32_t layer, uint32_t chunk,
-                         PinnedRecord* record) {
-  Status s = PinRecord(RecordKey(ns, prefix, layer, chunk), record);
+Status DbStore::PinPiece(NamespaceId ns, const Prefix& prefix, uint32_t layer,
+                         const LayerPiece& piece, PinnedRecord* record) {
+  Status s = PinRecord(RecordKey(ns, piece.owner, layer, piece.array, piece.chunk), record);
   if (s.ok()) return s;
-  const std::string where = "layer " + std::to_string(layer) + " chunk " + std::to_string(chunk) +
-                            " of " + Where(ns, prefix);
+  const std::string where = "layer " + std::to_string(layer) + " array " +
+                            std::to_string(piece.array) + " chunk " + std::to_string(piece.chunk) +
+                            " of put " + PutHex(piece.owner) + " (" + Where(ns, prefix) + ")";
   if (s.IsNotFound()) return Status::Corruption("snapshot is torn: missing " + where);
   return s.WithContext(where);
 }
 
-Status DbStore::VerifyChunk(NamespaceId ns, const Prefix& prefix, const LayerEntry& entry,
-                            uint32_t chunk_bytes, uint32_t chunk, ByteSpan value,
-                            BlobHasher* blob_hash, std::span<uint8_t>* copy_to,
-                            ByteSpan* payload) {
+Status DbStore::VerifyPiece(NamespaceId ns, const Prefix& prefix, const LayerEntry& entry,
+                            const LayerPiece& piece, ByteSpan value, LayerHasher* blob_hash,
+                            std::span<uint8_t>* copy_to, ByteSpan* bytes) {
   auto where = [&] {  // built only on an error: this is the restore's hot path
-    return "layer " + std::to_string(entry.layer) + " chunk " + std::to_string(chunk) + " of " +
-           Where(ns, prefix);
+    return "layer " + std::to_string(entry.layer) + " array " + std::to_string(piece.array) +
+           " chunk " + std::to_string(piece.chunk) + " of put " + PutHex(piece.owner) + " (" +
+           Where(ns, prefix) + ")";
   };
-  const std::string key = RecordKey(ns, prefix, entry.layer, chunk);
-  auto env = copy_to ? DecodeEnvelopeInto(Bytes(key), value, *copy_to, blob_hash)
-                     : DecodeEnvelope(Bytes(key), value, blob_hash);
+  const std::string key = RecordKey(ns, piece.owner, entry.layer, piece.array, piece.chunk);
+  auto env = copy_to
+                 ? DecodeEnvelopeRange(Bytes(key), value, piece.chunk_offset, *copy_to, blob_hash)
+                 : DecodeEnvelopeRange(Bytes(key), value, piece.chunk_offset, uint64_t{piece.bytes},
+                                       blob_hash);
   if (!env.ok()) return env.error().WithContext(where());
   if (env->kind != ChunkRecordKind(entry.kind)) {
     return Status::Corruption(where() + " holds a record of kind " +
                               std::to_string(static_cast<unsigned>(env->kind)) +
                               ", the manifest says " + std::string(KindName(entry.kind)));
   }
-  const uint64_t want = ChunkSize(entry.bytes, chunk_bytes, chunk);
-  if (env->payload.size() != want) {
-    return Status::Corruption(where() + " holds " + std::to_string(env->payload.size()) +
-                              " bytes, the manifest implies " + std::to_string(want));
-  }
-  if (payload) *payload = env->payload;
+  if (bytes) *bytes = env->payload.subspan(piece.chunk_offset, piece.bytes);
   return Status::Ok();
+}
+
+Status DbStore::PieceFailed(NamespaceId ns, const Prefix& prefix, const Manifest& m, uint32_t layer,
+                            const LayerPiece& piece, Status s) {
+  if (!s.IsCorruption()) return s;
+  // A snapshot erased or replaced while it was read lost its records to the
+  // writer: not damage, and nothing is quarantined.
+  std::string now;
+  const std::string skey = SnapshotKey(ns, prefix);
+  if (!db_->Get(rocksdb::ReadOptions(), cf_[kManifests], skey, &now).ok() ||
+      !SameManifest(skey, m)(now)) {
+    return Status::NotFound("snapshot of " + Where(ns, prefix) +
+                            " was erased or replaced while it was being read");
+  }
+  (void)QuarantineRecord(ns, piece.owner, layer, piece.array, piece.chunk, s);
+  (void)QuarantineIf(ns, prefix, SameManifest(skey, m), s);  // gone already, mostly
+  return s;
 }
 
 Status DbStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
@@ -174,56 +190,66 @@ Status DbStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
                             std::to_string(layer));
   }
   Touch(ns, prefix);
-  // Reads run up to kReadAhead chunks ahead on their own threads while this
+  const std::vector<LayerPiece> pieces = PlanPieces(m, *entry);
+  LayerHasher hasher(m, *entry);
+  hasher.Update(entry->header);
+  if (pieces.empty()) {  // a header alone (or an empty opaque layer)
+    Status s = CheckLayerDigest(*entry, hasher.Digest()).WithContext(Where(ns, prefix));
+    if (!s.ok()) return QuarantineIf(ns, prefix, SameManifest(SnapshotKey(ns, prefix), m), s);
+    return entry->header.empty() ? Status::Ok() : sink(0, entry->header);
+  }
+  if (!entry->header.empty()) AUXSTORE_RETURN_IF_ERROR(sink(0, entry->header));
+  // Reads run up to kReadAhead pieces ahead on their own threads while this
   // thread verifies (envelope and whole-blob hash in one pass) and delivers:
   // cold reads overlap the disk with the CPU work (shared/perf-notes.md:
   // 0.80 -> 0.97 x raw).
-  constexpr uint32_t kReadAhead = 2;
+  constexpr size_t kReadAhead = 2;
   struct Fetched {
     Status status;
     PinnedRecord record;
   };
-  auto fetch = [this, ns, prefix, layer](uint32_t c) {
+  auto fetch = [this, ns, prefix, layer, &pieces](size_t i) {
     auto f = std::make_unique<Fetched>();
-    f->status = PinChunk(ns, prefix, layer, c, &f->record);
+    f->status = PinPiece(ns, prefix, layer, pieces[i], &f->record);
     return f;
   };
   std::deque<std::future<std::unique_ptr<Fetched>>> ahead;
-  uint32_t next = 0;
+  size_t next = 0;
   auto refill = [&] {
-    while (next < entry->chunks && ahead.size() < kReadAhead) {
-      // The first chunk is read inline: small layers pay no thread start.
+    while (next < pieces.size() && ahead.size() < kReadAhead) {
+      // The first piece is read inline: small layers pay no thread start.
       ahead.push_back(next == 0 ? std::async(std::launch::deferred, fetch, next)
                                 : std::async(std::launch::async, fetch, next));
       ++next;
     }
   };
-  BlobHasher hasher;
   Status result;
   refill();
-  for (uint32_t c = 0; c < entry->chunks && result.ok(); ++c) {
+  for (size_t i = 0; i < pieces.size() && result.ok(); ++i) {
     std::unique_ptr<Fetched> f = ahead.front().get();
     ahead.pop_front();
     refill();
     Status s = std::move(f->status);
-    ByteSpan payload;
+    ByteSpan bytes;
     if (s.ok()) {
-      s = VerifyChunk(ns, prefix, *entry, m.chunk_bytes, c, Bytes(f->record.value), &hasher,
-                      nullptr, &payload);
-    }
-    // The last chunk goes out only once the whole blob's hash matches, so a
-    // sink never completes a blob that is not the one the manifest names.
-    if (s.ok() && c + 1 == entry->chunks) {
-      s = CheckLayerDigest(*entry, hasher.Digest()).WithContext(Where(ns, prefix));
+      s = VerifyPiece(ns, prefix, *entry, pieces[i], Bytes(f->record.value), &hasher, nullptr,
+                      &bytes);
     }
     if (!s.ok()) {
-      if (s.IsCorruption())
-        s = QuarantineIf(ns, prefix, SameManifest(SnapshotKey(ns, prefix), m), s);
-      result = s;
+      result = PieceFailed(ns, prefix, m, layer, pieces[i], std::move(s));
       break;
     }
-    bytes_read_ += payload.size();
-    result = sink(uint64_t{c} * m.chunk_bytes, payload);
+    // The last piece goes out only once the whole blob's hash matches, so a
+    // sink never completes a blob that is not the one the manifest names.
+    if (i + 1 == pieces.size()) {
+      s = CheckLayerDigest(*entry, hasher.Digest()).WithContext(Where(ns, prefix));
+      if (!s.ok()) {
+        result = QuarantineIf(ns, prefix, SameManifest(SnapshotKey(ns, prefix), m), s);
+        break;
+      }
+    }
+    bytes_read_ += bytes.size();
+    result = sink(pieces[i].blob_offset, bytes);
   }
   for (auto& pending : ahead) pending.wait();  // they reference this frame
   return result;
@@ -241,33 +267,22 @@ Result<std::vector<uint8_t>> DbStore::GetLayer(NamespaceId ns, const Prefix& pre
   return out;
 }
 
-Status DbStore::ReadChunkInto(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
-                              uint32_t layer, uint32_t chunk, std::span<uint8_t> dst,
-                              BlobHasher* blob_hash) {
+Status DbStore::ReadPieceInto(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
+                              uint32_t layer, const LayerPiece& piece, std::span<uint8_t> dst,
+                              LayerHasher* blob_hash) {
   const LayerEntry* entry = manifest.FindLayer(layer);
   if (!entry) return Status::InvalidArgument("manifest has no layer " + std::to_string(layer));
-  if (chunk >= entry->chunks) {
-    return Status::InvalidArgument("layer " + std::to_string(layer) + " has " +
-                                   std::to_string(entry->chunks) + " chunks, asked for chunk " +
-                                   std::to_string(chunk));
-  }
-  const uint64_t want = ChunkSize(entry->bytes, manifest.chunk_bytes, chunk);
-  if (dst.size() != want) {
+  if (dst.size() != piece.bytes) {
     return Status::InvalidArgument("destination is " + std::to_string(dst.size()) +
-                                   " bytes, chunk " + std::to_string(chunk) + " is " +
-                                   std::to_string(want));
+                                   " bytes, the piece is " + std::to_string(piece.bytes));
   }
-  // As in ReadLayer: a missing or damaged record quarantines the snapshot.
+  // As in ReadLayer: a missing or damaged record quarantines its users.
   PinnedRecord record;
-  Status st = PinChunk(ns, prefix, layer, chunk, &record);
-  if (st.ok()) {
-    st = VerifyChunk(ns, prefix, *entry, manifest.chunk_bytes, chunk, Bytes(record.value),
-                     blob_hash, &dst, nullptr);
-  }
-  if (st.IsCorruption()) {
-    st = QuarantineIf(ns, prefix, SameManifest(SnapshotKey(ns, prefix), manifest), st);
-  }
-  if (st.ok()) bytes_read_ += dst.size();
+  Status st = PinPiece(ns, prefix, layer, piece, &record);
+  if (st.ok())
+    st = VerifyPiece(ns, prefix, *entry, piece, Bytes(record.value), blob_hash, &dst, nullptr);
+  if (!st.ok()) return PieceFailed(ns, prefix, manifest, layer, piece, std::move(st));
+  bytes_read_ += dst.size();
   return st;
 }
 
@@ -379,7 +394,8 @@ Result<LeaseId> DbStore::AcquireLease(NamespaceId ns, const Prefix& prefix, uint
   if (g.IsNotFound()) return Status::NotFound("no snapshot for " + Where(ns, prefix) + " to lease");
   if (!g.ok()) return FromRocks(g, "look up " + Where(ns, prefix));
   const int64_t now = NowUnixMs();
-  return index_.AddLease(skey, now, now + static_cast<int64_t>(std::min<uint64_t>(lease_ms, INT32_MAX)));
+  return index_.AddLease(skey, now,
+                         now + static_cast<int64_t>(std::min<uint64_t>(lease_ms, INT32_MAX)));
 }
 
 Status DbStore::ReleaseLease(LeaseId lease) {
@@ -403,12 +419,12 @@ Result<uint64_t> DbStore::ReadLayerInto(NamespaceId ns, const Prefix& prefix, ui
                               " bytes; the destination holds " + std::to_string(dst.size()));
   }
   Touch(ns, prefix);
-  BlobHasher hasher;
-  uint64_t off = 0;
-  for (uint32_t c = 0; c < entry->chunks; ++c) {
-    const uint64_t n = ChunkSize(entry->bytes, m.chunk_bytes, c);
-    AUXSTORE_RETURN_IF_ERROR(ReadChunkInto(ns, prefix, m, layer, c, dst.subspan(off, n), &hasher));
-    off += n;
+  LayerHasher hasher(m, *entry);
+  hasher.Update(entry->header);
+  std::copy(entry->header.begin(), entry->header.end(), dst.begin());
+  for (const LayerPiece& piece : PlanPieces(m, *entry)) {
+    AUXSTORE_RETURN_IF_ERROR(ReadPieceInto(ns, prefix, m, layer, piece,
+                                           dst.subspan(piece.blob_offset, piece.bytes), &hasher));
   }
   Status digest = CheckLayerDigest(*entry, hasher.Digest());
   if (!digest.ok()) {
@@ -444,6 +460,7 @@ StoreStats DbStore::Stats() {
   StoreStats s;
   s.snapshots = index_.snapshots();
   s.payload_bytes = index_.bytes();
+  s.unique_bytes = index_.unique_bytes();
   s.index_ready = index_.ready();
   s.hits = hits_;
   s.misses = misses_;

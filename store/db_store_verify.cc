@@ -1,25 +1,35 @@
 // Store::Verify and Store::Repair (include/auxstore/maintenance.h).
 //
-// A snapshot is judged by its own records only, read with the checks every
-// read uses (VerifyChunk, CheckLayerDigest) plus the codec check of each
-// layer's head against the namespace geometry. RocksDB's file-level checks
-// name damaged files; damage they find that no snapshot's records show is a
-// store problem, never a reason to remove a snapshot.
+// Each put's records are read once and checked against its run record's
+// page and tail hashes; each manifest is then checked against the puts it
+// names (pins, layouts, the damage found in exactly the pages and tails it
+// uses). RocksDB's file-level checks name damaged files; damage they find
+// that no snapshot reads is a store problem, never a reason to remove a
+// snapshot.
 #include <rocksdb/convenience.h>
 #include <rocksdb/file_checksum.h>
 #include <rocksdb/metadata.h>
+#include <xxhash.h>
 
 #include <cinttypes>
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "auxstore/blob_hash.h"
+#include "format/byte_order.h"
 #include "format/envelope.h"
+#include "format/layer_layout.h"
 #include "format/manifest.h"
+#include "format/namespace_spec.h"
+#include "format/run_record.h"
 #include "store/bytes.h"
 #include "store/db_store.h"
 #include "store/keys.h"
-#include "format/namespace_spec.h"
+#include "store/meta_keys.h"
 
 namespace auxstore::store_internal {
 namespace {
@@ -59,6 +69,83 @@ Result<std::string> ComputeFileChecksum(rocksdb::Env* env, const std::string& fi
   return gen->GetChecksum();
 }
 
+// The damage found in one put's records.
+struct PutDamage {
+  std::string why;          // the first problem found
+  bool run_record = false;  // its run record does not decode: everything it stored is lost
+  // Per layer: damaged pages (chain page numbers) and whether the tail is.
+  struct Layer {
+    std::set<uint32_t> pages;
+    bool tail = false;
+  };
+  std::map<uint32_t, Layer> layers;
+};
+
+// Checks one (layer, array) stream as its chunks arrive in order: each
+// page's XXH3 and the tail's against the run record's.
+class StreamCheck {
+ public:
+  StreamCheck(const RunLayer& rl, const RunArray& ra, uint32_t page_tokens)
+      : rl_(rl), ra_(ra), page_bytes_(uint64_t{page_tokens} * ra.row_bytes) {
+    XXH3_64bits_reset(state_.get());
+  }
+  uint64_t stream_bytes() const { return uint64_t{rl_.pages} * page_bytes_ + ra_.tail_bytes; }
+
+  void Feed(ByteSpan bytes, PutDamage::Layer* damage) {
+    while (!bytes.empty()) {
+      const uint64_t take = std::min<uint64_t>(bytes.size(), PartLeft());
+      XXH3_64bits_update(state_.get(), bytes.data(), take);
+      Advance(take, damage);
+      bytes = bytes.subspan(take);
+    }
+  }
+  // `n` bytes that could not be read: the parts they touch are damaged.
+  void Skip(uint64_t n, PutDamage::Layer* damage) {
+    while (n > 0) {
+      const uint64_t take = std::min<uint64_t>(n, PartLeft());
+      bad_ = true;
+      Advance(take, damage);
+      n -= take;
+    }
+  }
+  // True when every page and the tail matched.
+  bool ok() const { return ok_; }
+
+ private:
+  uint64_t PartLeft() const {
+    return part_ < rl_.pages ? page_bytes_ - in_part_ : ra_.tail_bytes - in_part_;
+  }
+  void Advance(uint64_t n, PutDamage::Layer* damage) {
+    in_part_ += n;
+    if (in_part_ < (part_ < rl_.pages ? page_bytes_ : ra_.tail_bytes)) return;
+    const uint64_t want = part_ < rl_.pages ? ra_.page_xxh3[part_] : ra_.tail_xxh3;
+    if (bad_ || XXH3_64bits_digest(state_.get()) != want) {
+      ok_ = false;
+      if (part_ < rl_.pages) {
+        damage->pages.insert(rl_.first_page + part_);
+      } else {
+        damage->tail = true;
+      }
+    }
+    ++part_;
+    in_part_ = 0;
+    bad_ = false;
+    XXH3_64bits_reset(state_.get());
+  }
+
+  const RunLayer& rl_;
+  const RunArray& ra_;
+  const uint64_t page_bytes_;
+  uint32_t part_ = 0;  // the page (or, at rl_.pages, the tail) being hashed
+  uint64_t in_part_ = 0;
+  bool bad_ = false;
+  bool ok_ = true;
+  struct Free {
+    void operator()(XXH3_state_t* s) const { XXH3_freeState(s); }
+  };
+  std::unique_ptr<XXH3_state_t, Free> state_{XXH3_createState()};
+};
+
 }  // namespace
 
 class DbStore::Verifier {
@@ -74,10 +161,16 @@ class DbStore::Verifier {
       r_.watermark_lost = s_.lost_commits_at_open_ > 0;
       r_.lost_commits = s_.lost_commits_at_open_;
     }
+    progress_.bytes_total = s_.index_.ready() ? s_.index_.unique_bytes() : 0;
+    progress_.snapshots_total = s_.index_.ready() ? s_.index_.snapshots() : 0;
     if (o_.check_files) CheckFiles();
     CheckNamespaces();
+    CheckPuts();
     CheckSnapshots();
-    ScanOrphans();
+    ScanOrphanRecords();
+    CheckUnreferencedPuts();
+    CheckRefs();
+    CheckPageEntries();
     ReportUnexplainedFiles();
     return Status::Ok();
   }
@@ -105,8 +198,8 @@ class DbStore::Verifier {
       rocksdb::Status b = rocksdb::VerifySstFileChecksum(opts, rocksdb::EnvOptions(), ro, d.file);
       if (!b.ok()) d.why = "block checksum: " + b.ToString();
       if (d.why.empty() && !f.file_checksum.empty() && factory) {
-        auto sum = ComputeFileChecksum(s_.setup_.env.get(), d.file, factory,
-                                       f.file_checksum_func_name);
+        auto sum =
+            ComputeFileChecksum(s_.setup_.env.get(), d.file, factory, f.file_checksum_func_name);
         if (!sum.ok()) {
           d.why = sum.error().ToString();
         } else if (*sum != f.file_checksum) {
@@ -146,10 +239,135 @@ class DbStore::Verifier {
     }
   }
 
+  // ---- puts: every record once, against its run record's hashes
+  void CheckPuts() {
+    std::unique_ptr<rocksdb::Iterator> it(s_.db_->NewIterator(HotReadOptions(), s_.cf_[kRuns]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      const std::string key = it->key().ToString();
+      NamespaceId ns = 0;
+      PutId put = 0;
+      if (!ParsePutKey(key, &ns, &put)) {
+        r_.store_problems.push_back("a run record has a malformed key");
+        continue;
+      }
+      puts_.insert(key);
+      auto rec = DecodeRunRecordValue(key, Bytes(it->value()));
+      if (!rec.ok()) {
+        PutDamage& d = damage_[key];
+        d.run_record = true;
+        d.why = "the run record of put " + PutHex(put) + " is damaged: " + rec.error().message();
+        continue;
+      }
+      ++r_.puts_checked;
+      CheckPutRecords(ns, put, *rec);
+      progress_.bytes_done = r_.bytes_checked;
+      if (o_.progress) o_.progress(progress_);
+    }
+    if (!it->status().ok()) {
+      r_.store_problems.push_back("the run records are unreadable: " + it->status().ToString());
+    }
+  }
+
+  void CheckPutRecords(NamespaceId ns, PutId put, const RunRecord& rec) {
+    const std::string begin = PutKey(ns, put), end = PutRangeEnd(ns, put);
+    rocksdb::Slice upper(end);
+    rocksdb::ReadOptions ro = HotReadOptions();
+    ro.iterate_upper_bound = &upper;
+    std::unique_ptr<rocksdb::Iterator> it(s_.db_->NewIterator(ro, s_.cf_[kRecords]));
+    it->Seek(begin);
+    // One walk over the range reads every record once; after a damaged block
+    // stops it, the remaining chunks are read one by one, so damage in a
+    // block that holds none of this put's records is not charged to it.
+    bool walking = true;
+    auto stray = [&] {
+      ++r_.orphan_records;
+      r_.orphan_bytes += it->value().size();
+      it->Next();
+    };
+    auto note = [&](uint32_t layer, const std::string& why) {
+      PutDamage& d = damage_[begin];
+      if (d.why.empty()) {
+        d.why = "layer " + std::to_string(layer) + " of put " + PutHex(put) + ": " + why;
+      }
+    };
+    for (const RunLayer& rl : rec.layers) {
+      for (size_t a = 0; a < rl.arrays.size(); ++a) {
+        StreamCheck check(rl, rl.arrays[a], rec.page_tokens);
+        PutDamage::Layer layer_damage;
+        const uint64_t stream = check.stream_bytes();
+        const uint32_t chunks = ChunkCount(stream, rec.chunk_bytes);
+        r_.pages_checked += rl.pages;
+        for (uint32_t c = 0; c < chunks; ++c) {
+          const uint64_t want_bytes = ChunkSize(stream, rec.chunk_bytes, c);
+          const std::string want = RecordKey(ns, put, rl.layer, static_cast<uint8_t>(a), c);
+          PinnedRecord pinned;
+          ByteSpan value;
+          Status got;
+          if (walking) {
+            while (it->Valid() && it->key().compare(want) < 0) stray();
+            if (!it->Valid() && !it->status().ok()) walking = false;
+          }
+          if (walking) {
+            if (!it->Valid() || it->key() != rocksdb::Slice(want)) {
+              got = Status::Corruption("missing array " + std::to_string(a) + " chunk " +
+                                       std::to_string(c));
+            } else {
+              value = Bytes(it->value());
+            }
+          } else {
+            got = s_.PinRecord(want, &pinned);
+            if (got.IsNotFound()) {
+              got = Status::Corruption("missing array " + std::to_string(a) + " chunk " +
+                                       std::to_string(c));
+            }
+            if (got.ok()) value = Bytes(pinned.value);
+          }
+          if (got.ok()) {
+            auto env = DecodeEnvelope(Bytes(want), value);
+            if (!env.ok()) {
+              got = env.error().WithContext("array " + std::to_string(a) + " chunk " +
+                                            std::to_string(c));
+            } else if (env->kind != ChunkRecordKind(rl.kind) || env->payload.size() != want_bytes) {
+              got =
+                  Status::Corruption("array " + std::to_string(a) + " chunk " + std::to_string(c) +
+                                     " holds a record of another kind or size");
+            } else {
+              ++r_.records_checked;
+              r_.bytes_checked += env->payload.size();
+              PutRecords& mine = put_records_[begin];
+              ++mine.records;
+              mine.bytes += value.size();
+              check.Feed(env->payload, &layer_damage);
+            }
+          }
+          if (!got.ok()) {
+            note(rl.layer, got.message());
+            check.Skip(want_bytes, &layer_damage);
+          }
+          if (walking && it->Valid() && it->key() == rocksdb::Slice(want)) it->Next();
+        }
+        if (chunks == 0) check.Skip(0, &layer_damage);
+        if (!check.ok()) {
+          note(rl.layer,
+               "array " + std::to_string(a) + " holds bytes its run record's hashes do not");
+          PutDamage::Layer& d = damage_[begin].layers[rl.layer];
+          d.pages.insert(layer_damage.pages.begin(), layer_damage.pages.end());
+          d.tail = d.tail || layer_damage.tail;
+        }
+      }
+    }
+    if (walking) {
+      while (it->Valid()) stray();
+      if (!it->status().ok()) {
+        r_.store_problems.push_back(
+            "records unreadable under put " + PutHex(put) +
+            " past its own (they read back intact): " + it->status().ToString());
+      }
+    }
+  }
+
+  // ---- manifests: against the puts they name
   void CheckSnapshots() {
-    VerifyProgress progress;
-    progress.bytes_total = s_.index_.ready() ? s_.index_.bytes() : 0;
-    progress.snapshots_total = s_.index_.ready() ? s_.index_.snapshots() : 0;
     std::unique_ptr<rocksdb::Iterator> it(
         s_.db_->NewIterator(HotReadOptions(), s_.cf_[kManifests]));
     std::string last;
@@ -161,9 +379,8 @@ class DbStore::Verifier {
         continue;
       }
       ++r_.snapshots_checked;
-      const uint64_t bytes_before = r_.bytes_checked;
       auto m = DecodeManifestRecord(last, Bytes(it->value()));
-      Status st = m.ok() ? s_.VerifySnapshot(found.ns, found.prefix, *m, &found.layer, &r_)
+      Status st = m.ok() ? CheckManifest(found.ns, found.prefix, *m, &found.layer)
                          : m.error().WithContext("manifest");
       if (st.ok()) {
         ++r_.snapshots_ok;
@@ -171,9 +388,8 @@ class DbStore::Verifier {
         found.why = st.ToString();
         r_.corrupt.push_back(std::move(found));
       }
-      progress.bytes_done += r_.bytes_checked - bytes_before;
-      ++progress.snapshots_done;
-      if (o_.progress) o_.progress(progress);
+      ++progress_.snapshots_done;
+      if (o_.progress) o_.progress(progress_);
     }
     if (!it->status().ok()) {
       // Manifests in a damaged block cannot even be listed, so they cannot
@@ -183,11 +399,147 @@ class DbStore::Verifier {
           (last.empty() ? std::string() : " after the snapshot with key " + ToHex(last)) + ": " +
           it->status().ToString());
     }
+    for (const auto& [key, users] : page_users_) {
+      for (uint32_t n : users) r_.shared_pages += n > 1;
+    }
   }
 
-  // Record groups no manifest names. Records a manifest does not name
-  // inside a live snapshot's range were counted by VerifySnapshot.
-  void ScanOrphans() {
+  const RunRecord* Run(NamespaceId ns, PutId put, Status* why) {
+    const std::string key = PutKey(ns, put);
+    auto d = damage_.find(key);
+    if (d != damage_.end() && d->second.run_record) {
+      charged_.insert(key);
+      *why = Status::Corruption(d->second.why);
+      return nullptr;
+    }
+    auto c = runs_.find(key);
+    if (c == runs_.end()) {
+      if (runs_.size() > 4096) runs_.clear();  // bounded: manifests of one chain hit the same few
+      auto rec = s_.LoadRunRecord(ns, put);
+      if (!rec.ok()) {
+        *why = rec.error().WithContext("run record of put " + PutHex(put));
+        return nullptr;
+      }
+      c = runs_.emplace(key, std::move(*rec)).first;
+    }
+    if (!c->second) {
+      *why = Status::Corruption("snapshot is torn: it uses put " + PutHex(put) +
+                                ", which has no run record");
+      return nullptr;
+    }
+    return &*c->second;
+  }
+
+  Status CheckManifest(NamespaceId ns, const Prefix& prefix, const Manifest& m,
+                       std::optional<uint32_t>* bad_layer) {
+    auto spec = s_.NamespaceSpecFor(ns);
+    if (!spec.ok()) {
+      return Status::Corruption(
+          "namespace " + NamespaceHex(ns) +
+          " of the snapshot is unreadable or not registered: " + spec.error().message());
+    }
+    const std::string where = Where(ns, prefix);
+    for (PutId put : UsedPuts(m)) {
+      referenced_.insert(PutKey(ns, put));
+      std::string ref;
+      rocksdb::Status g =
+          s_.db_->Get(HotReadOptions(), s_.cf_[kRefs], RefKey(ns, put, m.put_id), &ref);
+      if (g.IsNotFound() && (put != m.put_id || puts_.count(PutKey(ns, put)))) {
+        r_.store_problems.push_back("snapshot " + where + " has no ref to put " + PutHex(put) +
+                                    " it reads: a removal could reclaim it");
+      }
+    }
+    for (const LayerEntry& l : m.layers) {
+      *bad_layer = l.layer;
+      AUXSTORE_RETURN_IF_ERROR(CheckLayerBlob(l.layer, l.kind, l.header, l.bytes, *spec));
+      // The layer digest again, from the hashes the puts recorded for the
+      // bytes just verified: the manifest names exactly those bytes.
+      std::vector<std::vector<uint64_t>> page_xxh3(l.row_bytes.size());
+      std::vector<uint64_t> tail_xxh3(l.row_bytes.size(), XXH3_64bits(nullptr, 0));
+      for (const PageRun& r : l.runs) {
+        Status why;
+        const RunRecord* owner = Run(ns, r.owner, &why);
+        if (owner == nullptr) return why;
+        const RunLayer* rl = owner->FindLayer(l.layer);
+        if (rl == nullptr || rl->kind != l.kind || owner->page_tokens != m.page_tokens ||
+            owner->chunk_bytes != r.owner_chunk_bytes || rl->first_page != r.owner_first_page ||
+            rl->arrays.size() != l.row_bytes.size() || r.first_page < rl->first_page ||
+            r.first_page + r.pages > rl->first_page + rl->pages) {
+          return Status::Corruption("layer " + std::to_string(l.layer) + " pages [" +
+                                    std::to_string(r.first_page) + ", " +
+                                    std::to_string(r.first_page + r.pages) +
+                                    ") are not pages put " + PutHex(r.owner) + " stored");
+        }
+        for (size_t a = 0; a < rl->arrays.size(); ++a) {
+          if (rl->arrays[a].row_bytes != l.row_bytes[a]) {
+            return Status::Corruption("layer " + std::to_string(l.layer) +
+                                      " has rows of another size than put " + PutHex(r.owner) +
+                                      " stored");
+          }
+          const auto& h = rl->arrays[a].page_xxh3;
+          page_xxh3[a].insert(page_xxh3[a].end(), h.begin() + (r.first_page - rl->first_page),
+                              h.begin() + (r.first_page - rl->first_page + r.pages));
+        }
+        auto d = damage_.find(PutKey(ns, r.owner));
+        if (d != damage_.end()) {
+          auto dl = d->second.layers.find(l.layer);
+          if (dl != d->second.layers.end()) {
+            auto bad = dl->second.pages.lower_bound(r.first_page);
+            if (bad != dl->second.pages.end() && *bad < r.first_page + r.pages) {
+              charged_.insert(d->first);
+              return Status::Corruption("page " + std::to_string(*bad) + " of layer " +
+                                        std::to_string(l.layer) + " (stored by put " +
+                                        PutHex(r.owner) + ") is damaged: " + d->second.why);
+            }
+          }
+        }
+        std::string users_key = PutKey(ns, r.owner);
+        users_key.append(reinterpret_cast<const char*>(&l.layer), sizeof l.layer);
+        auto& users = page_users_[users_key];
+        if (users.size() < rl->pages) users.resize(rl->pages);
+        for (uint32_t p = r.first_page; p < r.first_page + r.pages; ++p) {
+          ++users[p - rl->first_page];
+        }
+      }
+      bool own_bytes = false;
+      for (size_t a = 0; a < l.row_bytes.size(); ++a) own_bytes |= TailBytes(m, l, a) > 0;
+      if (own_bytes) {
+        Status why;
+        const RunRecord* own = Run(ns, m.put_id, &why);
+        if (own == nullptr) return why;
+        const RunLayer* rl = own->FindLayer(l.layer);
+        bool fits =
+            rl != nullptr && rl->kind == l.kind && rl->arrays.size() == l.row_bytes.size() &&
+            rl->first_page + rl->pages == l.full_pages() && own->chunk_bytes == m.chunk_bytes;
+        for (size_t a = 0; fits && a < l.row_bytes.size(); ++a) {
+          fits = rl->arrays[a].tail_bytes == TailBytes(m, l, a);
+          if (fits) tail_xxh3[a] = rl->arrays[a].tail_xxh3;
+        }
+        if (!fits) {
+          return Status::Corruption("layer " + std::to_string(l.layer) +
+                                    "'s own rows are not what its put " + PutHex(m.put_id) +
+                                    " stored");
+        }
+        auto d = damage_.find(PutKey(ns, m.put_id));
+        if (d != damage_.end()) {
+          auto dl = d->second.layers.find(l.layer);
+          if (dl != d->second.layers.end() && dl->second.tail) {
+            charged_.insert(d->first);
+            return Status::Corruption("layer " + std::to_string(l.layer) +
+                                      "'s own rows are damaged: " + d->second.why);
+          }
+        }
+      }
+      AUXSTORE_RETURN_IF_ERROR(CheckLayerDigest(l, LayerDigest(l.header, page_xxh3, tail_xxh3)));
+    }
+    bad_layer->reset();
+    return Status::Ok();
+  }
+
+  // ---- what no snapshot uses
+  // Records of puts that have no run record (a crash before the commit, or
+  // between a reclaim's commit and its delete).
+  void ScanOrphanRecords() {
     std::unique_ptr<rocksdb::Iterator> it(s_.db_->NewIterator(HotReadOptions(), s_.cf_[kRecords]));
     std::string group;
     for (it->SeekToFirst();;) {
@@ -199,51 +551,118 @@ class DbStore::Verifier {
           it->Next();
           continue;
         }
-        const std::string skey = SnapshotKey(k.ns, k.prefix);
-        if (skey != group) {
-          group = skey;
-          std::string manifest;
-          rocksdb::Status g =
-              s_.db_->Get(HotReadOptions(), s_.cf_[kManifests], skey, &manifest);
-          if (!g.IsNotFound()) {  // a live snapshot (or one whose manifest is unreadable)
-            it->Seek(SnapshotRangeEnd(k.ns, k.prefix));
+        const std::string pkey = PutKey(k.ns, k.put);
+        if (pkey != group) {
+          group = pkey;
+          if (puts_.count(pkey)) {  // checked with its put
+            it->Seek(PutRangeEnd(k.ns, k.put));
             continue;
           }
-          ++r_.orphan_snapshots;
+          ++r_.orphan_puts;
         }
         ++r_.orphan_records;
         r_.orphan_bytes += it->value().size();
         it->Next();
       }
       if (it->status().ok()) return;
-      // Damage where no snapshot has records: name it, skip past the group.
-      r_.store_problems.push_back("records unreadable outside any snapshot's records" +
-                                  (group.empty() ? std::string() : " (after key " + ToHex(group) +
-                                                                       ")") +
-                                  ": " + it->status().ToString());
+      // Damage where no put has records: name it, skip past the group.
+      r_.store_problems.push_back(
+          "records unreadable outside any put's records" +
+          (group.empty() ? std::string() : " (after key " + ToHex(group) + ")") + ": " +
+          it->status().ToString());
       if (group.empty() || ++skips_ > 16) return;
       NamespaceId ns = 0;
-      Prefix prefix;
-      ParseSnapshotKey(group, &ns, &prefix);
-      it->Seek(SnapshotRangeEnd(ns, prefix));
+      PutId put = 0;
+      ParsePutKey(group, &ns, &put);
+      it->Seek(PutRangeEnd(ns, put));
     }
   }
 
-  // A damaged file whose damage no corrupt snapshot shows.
+  // Run records no manifest uses: their records are unreachable.
+  void CheckUnreferencedPuts() {
+    for (const std::string& key : puts_) {
+      if (referenced_.count(key)) continue;
+      ++r_.orphan_puts;
+      if (auto p = put_records_.find(key); p != put_records_.end()) {
+        r_.orphan_records += p->second.records;  // what compacting it frees
+        r_.orphan_bytes += p->second.bytes;
+      }
+      auto d = damage_.find(key);
+      if (d != damage_.end()) damage_.erase(d);  // nobody reads it: not a snapshot's damage
+    }
+    // Damage in pages or tails of used puts that no snapshot reads.
+    for (const auto& [key, d] : damage_) {
+      if (!charged_.count(key))
+        r_.store_problems.push_back(d.why + " (in bytes no snapshot reads)");
+    }
+  }
+
+  // Refs whose snapshot is gone, or is another put now.
+  void CheckRefs() {
+    std::unique_ptr<rocksdb::Iterator> it(s_.db_->NewIterator(HotReadOptions(), s_.cf_[kRefs]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      NamespaceId ns = 0;
+      PutId owner = 0, referrer = 0;
+      NamespaceId sns = 0;
+      Prefix prefix;
+      if (!ParseRefKey(it->key().ToStringView(), &ns, &owner, &referrer) ||
+          !ParseSnapshotKey(it->value().ToStringView(), &sns, &prefix)) {
+        ++r_.stale_entries;
+        continue;
+      }
+      std::string value;
+      rocksdb::Status g = s_.db_->Get(HotReadOptions(), s_.cf_[kManifests], it->value(), &value);
+      auto m = g.ok() ? DecodeManifestRecord(it->value().ToString(), Bytes(value))
+                      : Result<Manifest>(Status::NotFound(""));
+      if (!m.ok() || m->put_id != referrer) ++r_.stale_entries;
+    }
+    if (!it->status().ok()) {
+      r_.store_problems.push_back("the refs are unreadable: " + it->status().ToString());
+    }
+  }
+
+  // Page entries naming a put that is gone (a share missed, nothing lost).
+  void CheckPageEntries() {
+    std::unique_ptr<rocksdb::Iterator> it(s_.db_->NewIterator(HotReadOptions(), s_.cf_[kPages]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      PutId owner = 0;
+      uint32_t page = 0;
+      NamespaceId ns = 0;
+      const std::string key = it->key().ToString();
+      if (key.size() != kPageKeyBytes || !DecodePageRef(key, Bytes(it->value()), &owner, &page)) {
+        ++r_.stale_entries;
+        continue;
+      }
+      ns = internal::GetBE64(reinterpret_cast<const uint8_t*>(key.data()));
+      if (!puts_.count(PutKey(ns, owner))) ++r_.stale_entries;
+    }
+    if (!it->status().ok()) {
+      r_.store_problems.push_back("the page index is unreadable: " + it->status().ToString());
+    }
+  }
+
+  // A damaged file whose damage no corrupt snapshot or damaged put shows.
   void ReportUnexplainedFiles() {
     for (const DamagedFile& d : damaged_) {
       bool explained = false;
+      auto overlaps = [&](const std::string& lo, const std::string& hi) {
+        return d.smallest < hi && lo <= d.largest;
+      };
       for (const CorruptSnapshot& c : r_.corrupt) {
-        const std::string lo = SnapshotKey(c.ns, c.prefix), hi = SnapshotRangeEnd(c.ns, c.prefix);
-        if ((d.cf == kRecords || d.cf == kManifests) && d.smallest < hi && lo <= d.largest) {
-          explained = true;
-          break;
-        }
+        const std::string k = SnapshotKey(c.ns, c.prefix);
+        explained |= d.cf == kManifests && overlaps(k, k + '\0');
+      }
+      for (const auto& [pkey, dmg] : damage_) {
+        NamespaceId ns = 0;
+        PutId put = 0;
+        ParsePutKey(pkey, &ns, &put);
+        explained |= (d.cf == kRecords && overlaps(pkey, PutRangeEnd(ns, put))) ||
+                     (d.cf == kRuns && dmg.run_record && overlaps(pkey, pkey + '\0'));
       }
       if (explained) continue;
       r_.store_problems.push_back("file " + d.file + " (" + s_.setup_.cfs[d.cf].name +
                                   ") is damaged (" + d.why +
-                                  "), but no snapshot's own records show it: the damage is in "
+                                  "), but no snapshot's bytes show it: the damage is in "
                                   "blocks no snapshot reads (an index or filter block, or "
                                   "orphan records)");
     }
@@ -262,88 +681,51 @@ class DbStore::Verifier {
   DbStore& s_;
   const VerifyOptions& o_;
   VerifyReport& r_;
+  VerifyProgress progress_;
   std::vector<DamagedFile> damaged_;
+  std::map<std::string, PutDamage> damage_;                         // PutKey -> damage found
+  std::unordered_set<std::string> puts_;                            // every run record's key
+  std::unordered_set<std::string> referenced_;                      // puts some manifest uses
+  std::unordered_map<std::string, std::optional<RunRecord>> runs_;  // a cache
+  // (PutKey, layer) -> snapshots using each page the put stored for it.
+  std::unordered_map<std::string, std::vector<uint32_t>> page_users_;
+  std::set<std::string> charged_;  // damaged puts some corrupt snapshot reads
+  struct PutRecords {
+    uint64_t records = 0, bytes = 0;
+  };
+  std::unordered_map<std::string, PutRecords> put_records_;  // PutKey -> its intact records
   int skips_ = 0;
 };
 
 Status DbStore::VerifySnapshot(NamespaceId ns, const Prefix& prefix, const Manifest& m,
                                std::optional<uint32_t>* bad_layer, VerifyReport* report) {
+  // Reads the snapshot back whole, as a restore does, with no side effect:
+  // every piece verified, each layer to its XXH3.
   auto spec = NamespaceSpecFor(ns);
   if (!spec.ok()) {
-    return Status::Corruption("namespace " + NamespaceHex(ns) +
-                              " of the snapshot is unreadable or not registered: " +
-                              spec.error().message());
+    return Status::Corruption(
+        "namespace " + NamespaceHex(ns) +
+        " of the snapshot is unreadable or not registered: " + spec.error().message());
   }
-  const std::string end = SnapshotRangeEnd(ns, prefix);
-  rocksdb::Slice upper(end);
-  rocksdb::ReadOptions ro = HotReadOptions();
-  ro.iterate_upper_bound = &upper;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, cf_[kRecords]));
-  it->Seek(SnapshotKey(ns, prefix));
-  // One walk over the range reads every record once; after a damaged block
-  // stops it, the remaining chunks are read one by one, so damage in a
-  // block that holds none of this snapshot's records is not charged to it.
-  bool walking = true;
-  auto stray = [&] {
-    if (report) {
-      ++report->orphan_records;
-      report->orphan_bytes += it->value().size();
-    }
-    it->Next();
-  };
   for (const LayerEntry& l : m.layers) {
     *bad_layer = l.layer;
-    BlobHasher hasher;
-    std::string head;
-    const size_t head_bytes = BlobHeadBytes(l.kind);
-    bool head_checked = false;
-    for (uint32_t c = 0; c < l.chunks; ++c) {
-      const std::string want = RecordKey(ns, prefix, l.layer, c);
+    AUXSTORE_RETURN_IF_ERROR(CheckLayerBlob(l.layer, l.kind, l.header, l.bytes, *spec));
+    LayerHasher hasher(m, l);
+    hasher.Update(l.header);
+    for (const LayerPiece& piece : PlanPieces(m, l)) {
       PinnedRecord pinned;
-      ByteSpan value;
-      if (walking) {
-        while (it->Valid() && it->key().compare(want) < 0) stray();
-        if (!it->Valid() && !it->status().ok()) walking = false;
-      }
-      if (walking) {
-        if (!it->Valid() || it->key() != rocksdb::Slice(want)) {
-          return Status::Corruption("snapshot is torn: missing layer " + std::to_string(l.layer) +
-                                    " chunk " + std::to_string(c) + " of " + Where(ns, prefix));
-        }
-        value = Bytes(it->value());
-      } else {
-        AUXSTORE_RETURN_IF_ERROR(PinChunk(ns, prefix, l.layer, c, &pinned));
-        value = Bytes(pinned.value);
-      }
-      ByteSpan payload;
+      AUXSTORE_RETURN_IF_ERROR(PinPiece(ns, prefix, l.layer, piece, &pinned));
+      ByteSpan bytes;
       AUXSTORE_RETURN_IF_ERROR(
-          VerifyChunk(ns, prefix, l, m.chunk_bytes, c, value, &hasher, nullptr, &payload));
+          VerifyPiece(ns, prefix, l, piece, Bytes(pinned.value), &hasher, nullptr, &bytes));
       if (report) {
         ++report->records_checked;
-        report->bytes_checked += payload.size();
+        report->bytes_checked += bytes.size();
       }
-      if (!head_checked && head.size() < head_bytes) {
-        head.append(reinterpret_cast<const char*>(payload.data()),
-                    std::min(payload.size(), head_bytes - head.size()));
-      }
-      if (!head_checked && (head.size() >= head_bytes || c + 1 == l.chunks)) {
-        AUXSTORE_RETURN_IF_ERROR(CheckLayerBlob(l.layer, l.kind, Bytes(head), l.bytes, *spec));
-        head_checked = true;
-      }
-      if (walking) it->Next();
     }
-    if (l.chunks == 0) AUXSTORE_RETURN_IF_ERROR(CheckLayerBlob(l.layer, l.kind, {}, l.bytes, *spec));
     AUXSTORE_RETURN_IF_ERROR(CheckLayerDigest(l, hasher.Digest()));
   }
   bad_layer->reset();
-  if (walking) {
-    while (it->Valid()) stray();
-    if (!it->status().ok() && report) {
-      report->store_problems.push_back("records unreadable under " + Where(ns, prefix) +
-                                       " past the snapshot's own (it reads back intact): " +
-                                       it->status().ToString());
-    }
-  }
   return Status::Ok();
 }
 
@@ -361,15 +743,15 @@ Result<RepairReport> DbStore::Repair(const VerifyReport& report) {
   out.accepted_data_loss = lost_commits_at_open_ > 0;
   for (const CorruptSnapshot& c : report.corrupt) {
     auto m = LoadManifest(c.ns, c.prefix);  // a damaged manifest is quarantined by the load
-    Status why;
     if (m.ok()) {
       std::optional<uint32_t> layer;
-      why = VerifySnapshot(c.ns, c.prefix, *m, &layer, nullptr);
+      Status why = VerifySnapshot(c.ns, c.prefix, *m, &layer, nullptr);
       if (why.ok()) {
         out.not_repaired.push_back("snapshot " + Where(c.ns, c.prefix) +
                                    " reads back intact now; left alone");
         continue;
       }
+      // Removing it reclaims every put no remaining snapshot uses.
       Status q = QuarantineIfUnchanged(c.ns, c.prefix, *m, why);
       if (q.IsNotFound()) continue;  // erased or replaced meanwhile
       if (q != why) return q.WithContext("quarantine " + Where(c.ns, c.prefix));
@@ -378,7 +760,6 @@ Result<RepairReport> DbStore::Repair(const VerifyReport& report) {
     } else if (!m.error().IsCorruption()) {
       return m.error();
     }
-    AUXSTORE_RETURN_IF_ERROR(DeleteRecords(c.ns, c.prefix));
     out.removed.push_back(c);
   }
   return out;

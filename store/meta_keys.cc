@@ -5,8 +5,6 @@
 #include "store/bytes.h"
 
 namespace auxstore::store_internal {
-namespace {}  // namespace
-
 std::string EncodeMeta(const std::string& key, const std::string& payload) {
   return EncodeEnvelope(Bytes(key), RecordKind::kStoreMeta, Bytes(payload));
 }
@@ -24,6 +22,15 @@ Result<uint64_t> DecodeMetaU64(const std::string& key, const std::string& value)
     return Status::Corruption("store record '" + key + "' is malformed");
   }
   return internal::GetLE64(env->payload.data());
+}
+
+Result<std::string> DecodeMeta(const std::string& key, ByteSpan value) {
+  auto env = DecodeEnvelope(Bytes(key), value);
+  if (!env.ok()) return env.error().WithContext("store record '" + key + "'");
+  if (env->kind != RecordKind::kStoreMeta) {
+    return Status::Corruption("store record '" + key + "' is malformed");
+  }
+  return std::string(env->payload.begin(), env->payload.end());
 }
 
 }  // namespace auxstore::store_internal

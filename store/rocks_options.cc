@@ -122,6 +122,10 @@ RocksSetup MakeRocksSetup(std::shared_ptr<rocksdb::FileSystem> base_fs, LogSink 
       {kManifestsCf, manifests},
       {kRecordsCf, records},
       {kRecencyCf, small},
+      {kRunsCf, small},
+      // Puts look pages up by chain hash, most of them absent: a Bloom filter.
+      {kPagesCf, manifests},
+      {kRefsCf, small},
   };
   return s;
 }

@@ -22,7 +22,21 @@ inline constexpr const char* kNamespacesCf = "auxstore.namespaces";
 inline constexpr const char* kManifestsCf = "auxstore.manifests";
 inline constexpr const char* kRecordsCf = "auxstore.records";
 inline constexpr const char* kRecencyCf = "auxstore.recency";
-enum CfIndex { kDefault = 0, kMeta, kNamespaces, kManifests, kRecords, kRecency, kCfCount };
+inline constexpr const char* kRunsCf = "auxstore.runs";
+inline constexpr const char* kPagesCf = "auxstore.pages";
+inline constexpr const char* kRefsCf = "auxstore.refs";
+enum CfIndex {
+  kDefault = 0,
+  kMeta,
+  kNamespaces,
+  kManifests,
+  kRecords,
+  kRecency,
+  kRuns,
+  kPages,
+  kRefs,
+  kCfCount
+};
 
 struct RocksSetup {
   std::unique_ptr<rocksdb::Env> env;  // must outlive the DB

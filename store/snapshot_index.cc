@@ -4,10 +4,22 @@
 
 namespace auxstore::store_internal {
 
+void SnapshotIndex::AddLocked(const std::string& key, const IndexEntry& e) {
+  auto [it, inserted] = entries_.try_emplace(key, e);
+  if (!inserted) return;
+  bytes_ += e.bytes;
+  for (const auto& [put, stored] : e.uses) {
+    PutUse& u = puts_[put];
+    if (u.users++ == 0) {
+      u.bytes = stored;
+      unique_bytes_ += stored;
+    }
+  }
+}
+
 void SnapshotIndex::Added(const std::string& key, const IndexEntry& e) {
   std::lock_guard lock(mu_);
-  auto [it, inserted] = entries_.try_emplace(key, e);
-  if (inserted) bytes_ += e.bytes;
+  AddLocked(key, e);
   if (!ready_) changed_during_load_.insert(key);
 }
 
@@ -16,6 +28,14 @@ void SnapshotIndex::Removed(const std::string& key) {
   auto it = entries_.find(key);
   if (it != entries_.end()) {
     bytes_ -= it->second.bytes;
+    for (const auto& [put, stored] : it->second.uses) {
+      auto u = puts_.find(put);
+      if (u == puts_.end()) continue;
+      if (--u->second.users == 0) {
+        unique_bytes_ -= u->second.bytes;
+        puts_.erase(u);
+      }
+    }
     entries_.erase(it);
   }
   dirty_.erase(key);
@@ -34,8 +54,7 @@ void SnapshotIndex::FinishLoad(std::unordered_map<std::string, IndexEntry> loade
   std::lock_guard lock(mu_);
   for (auto& [key, e] : loaded) {
     if (changed_during_load_.count(key)) continue;
-    auto [it, inserted] = entries_.try_emplace(key, e);
-    if (inserted) bytes_ += e.bytes;
+    AddLocked(key, e);
   }
   changed_during_load_.clear();
   ready_ = true;
@@ -56,22 +75,52 @@ uint64_t SnapshotIndex::bytes() const {
   return bytes_;
 }
 
+uint64_t SnapshotIndex::unique_bytes() const {
+  std::lock_guard lock(mu_);
+  return unique_bytes_;
+}
+
+uint64_t SnapshotIndex::users(const std::string& put_key) const {
+  std::lock_guard lock(mu_);
+  auto it = puts_.find(put_key);
+  return it == puts_.end() ? 0 : it->second.users;
+}
+
+std::pair<uint64_t, uint64_t> SnapshotIndex::sharing() const {
+  std::lock_guard lock(mu_);
+  uint64_t shared = 0, extra = 0;
+  for (const auto& [put, u] : puts_) {
+    if (u.users > 1) {
+      ++shared;
+      extra += u.users - 1;
+    }
+  }
+  return {shared, extra};
+}
+
 std::vector<std::string> SnapshotIndex::EvictionVictims(uint64_t budget, int64_t now_ms) const {
   std::lock_guard lock(mu_);
   std::vector<std::string> out;
-  if (bytes_ <= budget) return out;
+  if (unique_bytes_ <= budget) return out;
   std::vector<std::pair<int64_t, const std::string*>> order;
   order.reserve(entries_.size());
   for (const auto& [key, e] : entries_) order.emplace_back(e.last_access_ms, &key);
   std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first < b.first : *a.second < *b.second;
   });
-  uint64_t remaining = bytes_;
+  // Simulates the removals: a put's bytes come off with its last user.
+  uint64_t remaining = unique_bytes_;
+  std::unordered_map<std::string, uint64_t> users_left;
   for (const auto& [access, key] : order) {
     if (remaining <= budget) break;
     if (LeasedLocked(*key, now_ms)) continue;
     out.push_back(*key);
-    remaining -= entries_.at(*key).bytes;
+    for (const auto& [put, stored] : entries_.at(*key).uses) {
+      auto u = puts_.find(put);
+      if (u == puts_.end()) continue;
+      auto [left, fresh] = users_left.try_emplace(put, u->second.users);
+      if (--left->second == 0) remaining -= u->second.bytes;
+    }
   }
   return out;
 }

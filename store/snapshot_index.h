@@ -1,5 +1,7 @@
-// In-memory index of the visible snapshots: size, creation and last access,
-// for capacity accounting, LRU eviction and TTL expiry.
+// In-memory index of the visible snapshots: size, creation, last access and
+// the puts whose stored bytes each one uses, for capacity accounting (unique
+// bytes: a put's records count once, however many snapshots use them), LRU
+// eviction and TTL expiry.
 //
 // Loaded in the background after open (Open does no work proportional to the
 // data stored); until then it only counts what this handle did. Recency is
@@ -17,9 +19,12 @@
 namespace auxstore::store_internal {
 
 struct IndexEntry {
-  uint64_t bytes = 0;
+  uint64_t bytes = 0;  // logical: the snapshot's layer bytes
   int64_t created_ms = 0;
   int64_t last_access_ms = 0;
+  // (PutKey, bytes stored by that put) for every put whose records the
+  // snapshot reads: its own and the owners of the pages it shares.
+  std::vector<std::pair<std::string, uint64_t>> uses;
 };
 
 class SnapshotIndex {
@@ -35,10 +40,16 @@ class SnapshotIndex {
   bool ready() const;
 
   uint64_t snapshots() const;
-  uint64_t bytes() const;
+  uint64_t bytes() const;         // logical
+  uint64_t unique_bytes() const;  // each put's records once: the budget's measure
+  // How many visible snapshots use the records of put `put_key`.
+  uint64_t users(const std::string& put_key) const;
+  // Puts used by more than one snapshot, and the references beyond the first.
+  std::pair<uint64_t, uint64_t> sharing() const;
 
-  // Keys to evict, least recently used first, until bytes <= budget. Keys
-  // with a live lease at `now_ms` are skipped.
+  // Keys to evict, least recently used first, until unique_bytes <= budget
+  // (a put's bytes free only with the last snapshot using it). Keys with a
+  // live lease at `now_ms` are skipped.
   std::vector<std::string> EvictionVictims(uint64_t budget, int64_t now_ms) const;
   // Keys created at or before `cutoff_ms`, but for leased ones.
   std::vector<std::string> ExpiredBefore(int64_t cutoff_ms, int64_t now_ms) const;
@@ -59,7 +70,14 @@ class SnapshotIndex {
   // Changes made before the load finished, which the loaded state must not undo.
   std::unordered_set<std::string> changed_during_load_;
   uint64_t bytes_ = 0;
+  struct PutUse {
+    uint64_t bytes = 0;
+    uint64_t users = 0;
+  };
+  std::unordered_map<std::string, PutUse> puts_;
+  uint64_t unique_bytes_ = 0;
   bool ready_ = false;
+  void AddLocked(const std::string& key, const IndexEntry& e);
   struct Lease {
     std::string key;
     int64_t expires_ms = 0;

@@ -82,7 +82,7 @@ typedef struct auxstore_layer_info_t {
   uint32_t layer;
   uint32_t kind;
   uint64_t bytes;
-  uint64_t xxh3; /* XXH3-64 of the whole blob */
+  uint64_t xxh3; /* the layer digest: XXH3-64 over the header and each page's and tail's XXH3-64 */
 } auxstore_layer_info_t;
 
 typedef struct auxstore_stats_t {
@@ -92,6 +92,10 @@ typedef struct auxstore_stats_t {
   uint64_t bytes_written, bytes_read, capacity_bytes, leases;
   int index_ready; /* 1 once the background LRU index has loaded */
   int fenced;      /* 1 after a failed write: reopen to write again */
+  /* The bytes stored for the snapshots, each shared page once: what
+   * capacity_bytes budgets (payload_bytes counts every snapshot's layers in
+   * full). */
+  uint64_t unique_bytes;
 } auxstore_stats_t;
 
 /* Where a restore puts one layer. */
@@ -125,7 +129,12 @@ int auxstore_options_set_create_if_missing(auxstore_options_t* options, int crea
  * time while a store opened with these options is open (also from its
  * close): it must be thread-safe, must not block for long and must not call
  * auxstore. Without a callback, warnings go to stderr, each distinct one once. */
-enum { AUXSTORE_LOG_DEBUG = 0, AUXSTORE_LOG_INFO = 1, AUXSTORE_LOG_WARN = 2, AUXSTORE_LOG_ERROR = 3 };
+enum {
+  AUXSTORE_LOG_DEBUG = 0,
+  AUXSTORE_LOG_INFO = 1,
+  AUXSTORE_LOG_WARN = 2,
+  AUXSTORE_LOG_ERROR = 3
+};
 typedef void (*auxstore_log_fn)(void* arg, int level, const char* source, const char* message);
 /* `fn` NULL: back to stderr. `min_level`: records below it are dropped. */
 int auxstore_options_set_log_callback(auxstore_options_t* options, auxstore_log_fn fn, void* arg,
@@ -178,11 +187,15 @@ typedef struct auxstore_namespace_t {
   auxstore_geometry_t geometry;
   size_t n_opaque_layers; /* ascending, unique layers */
   const auxstore_opaque_layer_desc_t* opaque_layers;
+  /* Rows per stored page of QSA/DSA layers (part of the id); 0: each
+   * paged put's block size. A struct_size that ends before this field
+   * means 0. */
+  uint32_t page_tokens;
 } auxstore_namespace_t;
 
 /* Registers (idempotently) a namespace with its whole identity. */
-int auxstore_register_namespace_ex(auxstore_t* db, const auxstore_namespace_t* ns,
-                                   uint64_t* ns_out, char** errmsg);
+int auxstore_register_namespace_ex(auxstore_t* db, const auxstore_namespace_t* ns, uint64_t* ns_out,
+                                   char** errmsg);
 
 /* Writes a snapshot of `n_layers` layers (unique layer indices, each checked
  * against the namespace geometry first; nothing is written on failure). A
@@ -196,6 +209,26 @@ int auxstore_put_snapshot_with_digest(auxstore_t* db, uint64_t ns, const uint8_t
                                       uint64_t token_count, const uint8_t token_digest[16],
                                       size_t n_layers, const auxstore_layer_t* layers,
                                       char** errmsg);
+
+/* How a snapshot is put (auxstore_put_snapshot_ex). Zero it, then set
+ * struct_size = sizeof(auxstore_put_options_t). */
+typedef struct auxstore_put_options_t {
+  size_t struct_size;
+  const uint8_t* token_digest; /* 16 bytes (auxstore_token_digest), or NULL */
+  /* The chained prefix hashes of the snapshot's tokens, one per complete
+   * block of block_size tokens (auxstore_prefix_hash gives them). With a
+   * chain, QSA and DSA rows are stored in pages shared with every snapshot
+   * of the same namespace and chain: only pages not yet stored are written
+   * (docs/format.md, "Pages"). NULL: each layer is stored whole. */
+  const uint8_t (*block_chain)[16];
+  size_t n_blocks;
+  uint32_t block_size;
+} auxstore_put_options_t;
+
+/* auxstore_put_snapshot with options (NULL: none). */
+int auxstore_put_snapshot_ex(auxstore_t* db, uint64_t ns, const uint8_t prefix[16],
+                             uint64_t token_count, size_t n_layers, const auxstore_layer_t* layers,
+                             const auxstore_put_options_t* options, char** errmsg);
 
 /* The longest stored prefix among `n` candidates ordered shortest to
  * longest: AUXSTORE_OK with its index in *found_index, or AUXSTORE_NOT_FOUND
@@ -540,8 +573,7 @@ void auxstore_restore_cancel(auxstore_restore_handle_t* handle);
 int auxstore_restore_layer_done(const auxstore_restore_handle_t* handle, uint32_t layer);
 /* Waits until `layer` is done (AUXSTORE_OK) or the restore failed before it
  * (its error). Counters are still committed only when the whole restore is. */
-int auxstore_restore_wait_layer(auxstore_restore_handle_t* handle, uint32_t layer,
-                                char** errmsg);
+int auxstore_restore_wait_layer(auxstore_restore_handle_t* handle, uint32_t layer, char** errmsg);
 /* Makes the engine's `stream` wait, on the device, for `layer` (or, with
  * the _all variant, every layer). Blocks the host only until the layer's
  * work is enqueued, not until it completes. */

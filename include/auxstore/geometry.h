@@ -84,6 +84,9 @@ struct NamespaceSpec {
   // Declared shapes of opaque layers (ascending layer, unique). An opaque
   // layer with no declaration holds any number of bytes.
   std::vector<OpaqueLayerSpec> opaque_layers;
+  // Rows (tokens) per stored page of QSA and DSA layers; 0: the block size
+  // of each put's chain (PutOptions::block_size). A multiple of it.
+  uint32_t page_tokens = 0;
 
   const OpaqueLayerSpec* FindOpaque(uint32_t layer) const {
     for (const auto& o : opaque_layers)

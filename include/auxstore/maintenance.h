@@ -1,14 +1,17 @@
 // Verification, repair and compaction of a store: library calls the
 // `auxstore` CLI only prints (as RocksDB's VerifyChecksum is for ldb).
 //
-// Verification uses the same checks as every read and restore (a chunk is
+// Verification reads every stored byte once: each put's records (a record is
 // good when its envelope decodes under its own key, its record kind is the
-// layer's, its size is the manifest's; a layer when its chunks are, in
-// order, its head passes the codec check against the namespace geometry, and
-// its bytes hash to the manifest's XXH3). A snapshot is reported corrupt only
-// when one of its own records fails them; damage RocksDB finds that no
-// snapshot's records show (a filter block, an orphan's records) is a store
-// problem, never a snapshot removed.
+// layer's and its size the stream's) against the page and tail hashes its
+// run record keeps; then each manifest against the puts it names (every run
+// pinned by the same page hashes, every page and tail it uses undamaged, its
+// headers passing the codec check against the namespace geometry). A
+// snapshot is reported corrupt only when bytes it reads are damaged; damage
+// RocksDB finds that no snapshot reads (a filter block, pages nobody uses,
+// an orphan's records) is a store problem, never a snapshot removed. Repair
+// reads each reported snapshot back whole (as a restore does, to its XXH3)
+// before removing it.
 #pragma once
 
 #include <cstdint>
@@ -33,14 +36,20 @@ struct VerifyReport {
   uint64_t namespaces = 0;
   uint64_t snapshots_checked = 0;
   uint64_t snapshots_ok = 0;
-  uint64_t bytes_checked = 0;  // layer payload bytes read and verified
+  uint64_t bytes_checked = 0;  // stored payload bytes read and verified (each page once)
   uint64_t records_checked = 0;
-  // Records no manifest names: left by a put that crashed before its commit,
-  // or an erase after it removed the manifest. Not corruption; Compact
-  // removes them.
-  uint64_t orphan_snapshots = 0;  // prefixes with records but no manifest
-  uint64_t orphan_records = 0;    // their records, and records a manifest does not name
+  uint64_t puts_checked = 0;   // run records and their records
+  uint64_t pages_checked = 0;  // pages of every array, each once
+  uint64_t shared_pages = 0;   // pages more than one snapshot uses
+  // What no snapshot uses: records of a put that crashed before its commit
+  // (or whose reclaim a crash cut short), run records nobody refs. Not
+  // corruption; Compact removes them.
+  uint64_t orphan_puts = 0;
+  uint64_t orphan_records = 0;  // their records, and records a run record does not name
   uint64_t orphan_bytes = 0;
+  // Refs of snapshots that are gone and page entries of puts that are gone
+  // (they keep space or miss shares, never lose data); Compact removes them.
+  uint64_t stale_entries = 0;
   uint64_t commit_seq = 0;
   std::optional<uint64_t> watermark;
   // The open found `lost_commits` fewer commits than the watermark vouched
@@ -85,7 +94,7 @@ struct CompactReport {
   uint64_t payload_bytes_before = 0, payload_bytes_after = 0;
   uint64_t disk_bytes_before = 0, disk_bytes_after = 0;  // the store directory
   uint64_t dropped_by_namespace = 0, expired = 0, evicted = 0;
-  uint64_t orphan_snapshots_removed = 0, orphan_records_removed = 0;
+  uint64_t orphan_puts_removed = 0, orphan_records_removed = 0, stale_entries_removed = 0;
 
   uint64_t disk_bytes_freed() const {
     return disk_bytes_before > disk_bytes_after ? disk_bytes_before - disk_bytes_after : 0;

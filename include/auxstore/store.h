@@ -40,8 +40,10 @@ struct Options {
   Durability durability = Durability::kSync;
   // Layer blobs are cut into records of this many payload bytes.
   uint32_t chunk_bytes = 4u << 20;
-  // Byte budget for snapshot payloads; least-recently-used snapshots are
-  // evicted in the background when it is exceeded. 0 = unlimited.
+  // Byte budget for the bytes stored (each shared page counted once);
+  // least-recently-used snapshots are evicted in the background when it is
+  // exceeded, and a page goes only with the last snapshot using it.
+  // 0 = unlimited.
   uint64_t capacity_bytes = 0;
   // Snapshots older than this (since creation) are expired. 0 = never.
   uint64_t ttl_seconds = 0;
@@ -75,11 +77,20 @@ struct LayerBlob {
 struct PutOptions {
   // When set, stored in the manifest and checked by lookups that pass tokens.
   std::optional<TokenDigest> token_digest;
+  // The chained prefix hashes of the snapshot's tokens, one per complete
+  // block of `block_size` tokens (PrefixHashes gives them, or the engine's
+  // own chain). With a chain, the rows of QSA and DSA layers are stored in
+  // pages (NamespaceSpec::page_tokens rows; the block size when 0) shared
+  // with every other snapshot of the same namespace and chain: only pages
+  // not stored yet are written. Without one, each layer is stored whole.
+  std::span<const Prefix> block_chain;
+  uint32_t block_size = 0;
 };
 
 struct StoreStats {
   uint64_t snapshots = 0;      // visible snapshots
-  uint64_t payload_bytes = 0;  // their layer bytes
+  uint64_t payload_bytes = 0;  // their layer bytes, shared pages counted once per snapshot
+  uint64_t unique_bytes = 0;   // the bytes stored for them, each shared page once (the budget)
   uint64_t hits = 0;           // LongestPrefix/GetManifest that found a snapshot
   uint64_t misses = 0;
   uint64_t puts = 0;            // snapshots written by this handle
@@ -159,17 +170,19 @@ class Store {
   virtual Result<std::vector<uint8_t>> GetLayer(NamespaceId ns, const Prefix& prefix,
                                                 uint32_t layer) = 0;
 
-  // Reads chunk `chunk` of a layer straight into `dst` (exactly that chunk's
-  // size, ChunkSize()), verifying its envelope while copying. For pipelines
-  // that stage chunks themselves (gpu/): they must hash the whole blob with
-  // BlobHasher and compare it with the manifest before committing anything.
-  // Passing `blob_hash` (may be null) feeds it this chunk's payload during
-  // the same copy, which is nearly free; chunks must then be read in order.
-  // A Corruption here has already quarantined the snapshot; a pipeline that
-  // finds a whole-blob mismatch calls Quarantine itself.
-  virtual Status ReadChunkInto(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
-                               uint32_t layer, uint32_t chunk, std::span<uint8_t> dst,
-                               BlobHasher* blob_hash) = 0;
+  // Reads one piece of a layer (PlanPieces(manifest, layer entry), in
+  // order) straight into `dst` (exactly piece.bytes), verifying its
+  // record's envelope while copying. For pipelines that stage pieces
+  // themselves (pipeline/): they must feed the layer's header
+  // (LayerEntry::header) and then every piece, in order, to one
+  // LayerHasher (`layer_hash`, fed here in the same pass) and compare it
+  // with the manifest (CheckLayerDigest) before using the last piece. A
+  // Corruption here has already quarantined every snapshot using the
+  // damaged record; a pipeline that finds a digest mismatch calls
+  // Quarantine itself.
+  virtual Status ReadPieceInto(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
+                               uint32_t layer, const LayerPiece& piece, std::span<uint8_t> dst,
+                               LayerHasher* layer_hash) = 0;
 
   // Removes the snapshot's manifest (so lookups miss) and counts a
   // quarantine. Returns `why` when it did; OK when there was nothing to do.

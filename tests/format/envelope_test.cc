@@ -158,7 +158,7 @@ TEST(EnvelopeDecode, EverySingleBitFlipIsDetected) {
         EXPECT_NE(msg.find("unknown envelope version"), std::string::npos) << msg;
       } else if (byte == 5) {
         // 3 flips to 2 or 1 (known kinds: caught by the checksum) or an unknown kind.
-        const bool known = v[5] == 1 || v[5] == 2;
+        const bool known = IsKnownRecordKind(v[5]);
         EXPECT_NE(msg.find(known ? "checksum mismatch" : "unknown kind"), std::string::npos) << msg;
       } else if (byte < 8) {
         EXPECT_NE(msg.find("unknown flags"), std::string::npos) << msg;
@@ -187,7 +187,7 @@ TEST(EnvelopeDecode, UnknownVersion) {
 }
 
 TEST(EnvelopeDecode, UnknownKind) {
-  for (uint8_t kind : {0, 4, 0x0f, 0x13, 0xff}) {
+  for (uint8_t kind : {0, 4, 0x0f, 0x15, 0xff}) {
     auto v = Envelope(RandomBytes(4, 1));
     v[5] = kind;
     EXPECT_ERROR(DecodeBoth(v), kCorruption, "record has unknown kind " + std::to_string(kind));
@@ -328,8 +328,10 @@ TEST(RecordKind, PersistedValuesAreNeverRenumbered) {
   static_assert(static_cast<uint8_t>(RecordKind::kManifest) == 0x10);
   static_assert(static_cast<uint8_t>(RecordKind::kNamespace) == 0x11);
   static_assert(static_cast<uint8_t>(RecordKind::kStoreMeta) == 0x12);
+  static_assert(static_cast<uint8_t>(RecordKind::kRun) == 0x13);
+  static_assert(static_cast<uint8_t>(RecordKind::kPageRef) == 0x14);
   for (int raw = 0; raw < 256; ++raw) {
-    const bool known = (raw >= 1 && raw <= 3) || (raw >= 0x10 && raw <= 0x12);
+    const bool known = (raw >= 1 && raw <= 3) || (raw >= 0x10 && raw <= 0x14);
     EXPECT_EQ(IsKnownRecordKind(static_cast<uint8_t>(raw)), known) << raw;
   }
 }

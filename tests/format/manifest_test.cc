@@ -1,5 +1,6 @@
-// The snapshot manifest, chunking and whole-blob hashing (format/manifest.cc,
-// format/blob_hash.cc, docs/format.md §5).
+// The snapshot manifest (version 2: pages and runs), chunking and whole-blob
+// hashing (format/manifest.cc, format/layer_layout.cc, format/blob_hash.cc,
+// docs/format.md §5).
 #include "format/manifest.h"
 
 #include <gtest/gtest.h>
@@ -22,17 +23,16 @@ using test::RandomBytes;
 using test::ToHexString;
 
 constexpr uint64_t kU64Max = std::numeric_limits<uint64_t>::max();
-constexpr size_t kFixedBytes = 4 + 8 + 8 + 4 + 1;  // version .. has_token_digest
-constexpr size_t kLayerBytes = 4 + 1 + 8 + 4 + 8;
+constexpr uint32_t kPut = 0xab;    // the sample manifest's own put
+constexpr uint32_t kOther = 0x11;  // an earlier put whose page it shares
 
-LayerEntry Layer(uint32_t layer, Kind kind, uint64_t bytes, uint32_t chunk_bytes,
-                 uint64_t xxh3 = 0) {
-  return {layer, kind, bytes, ChunkCount(bytes, chunk_bytes), xxh3};
-}
+std::vector<uint8_t> Header(uint8_t fill) { return std::vector<uint8_t>(16, fill); }
 
+// A sample with every kind of layer: QSA with one shared and one own page
+// and a tail; DSA with one own page and a tail; an opaque layer.
 Manifest Sample(bool with_digest) {
   Manifest m;
-  m.token_count = 4096;
+  m.token_count = 10;
   m.created_unix_ms = 1'790'000'000'123;
   m.chunk_bytes = 1000;
   if (with_digest) {
@@ -40,8 +40,14 @@ Manifest Sample(bool with_digest) {
     for (int i = 0; i < 16; ++i) d.bytes[i] = static_cast<uint8_t>(0xa0 + i);
     m.token_digest = d;
   }
-  m.layers = {Layer(0, Kind::kQsa, 16, 1000, 0x1111), Layer(3, Kind::kDsa, 2500, 1000, 0x2222),
-              Layer(7, Kind::kOpaque, 0, 1000, 0x3333)};
+  m.put_id = kPut;
+  m.page_tokens = 4;
+  LayerEntry q{0, Kind::kQsa, 16 + 10 * 8, 0x1111, Header(1), 10, {8}, {}};
+  q.runs = {{kOther, 0, 512, 0, 1}, {kPut, 1, 1000, 1, 1}};
+  LayerEntry d{3, Kind::kDsa, 16 + 5 * (16 + 4 + 1), 0x2222, Header(2), 5, {16, 4, 1}, {}};
+  d.runs = {{kPut, 0, 1000, 0, 1}};
+  LayerEntry o{7, Kind::kOpaque, 7, 0x3333, {}, 7, {1}, {}};
+  m.layers = {q, d, o};
   return m;
 }
 
@@ -49,23 +55,28 @@ std::string Encoded(const Manifest& m) { return EncodeManifest(m); }
 
 Result<Manifest> Decode(const std::string& s) { return DecodeManifest(AsBytes(s)); }
 
-// Offset of layer `i`'s entry in an encoding of `m`.
-size_t LayerOffset(const Manifest& m, size_t i) {
-  return kFixedBytes + (m.token_digest ? 16 : 0) + 4 + i * kLayerBytes;
+// A manifest that fails CheckLayerLayout once `edit` changes its layer 0
+// (decoded after a round trip through the encoder).
+Result<Manifest> DecodeEdited(void (*edit)(Manifest&)) {
+  Manifest m = Sample(false);
+  edit(m);
+  return Decode(Encoded(m));
 }
 
 void PutLE32At(std::string* s, size_t off, uint32_t v) {
   internal::PutLE32(reinterpret_cast<uint8_t*>(s->data() + off), v);
 }
 
+constexpr size_t kFixedBytes = 4 + 8 + 8 + 4 + 1;  // version .. has_token_digest
+constexpr size_t kLayersAt = kFixedBytes + 8 + 4;  // the layer count, without a digest
+
 // ---- Round trips -------------------------------------------------------------------
 
 TEST(ManifestRoundTrip, NoDigestAndNoLayers) {
   Manifest m;
-  m.token_count = 0;
   m.chunk_bytes = 1;
   const std::string s = Encoded(m);
-  EXPECT_EQ(s.size(), kFixedBytes + 4);
+  EXPECT_EQ(s.size(), kLayersAt + 4);
   auto r = Decode(s);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(*r, m);
@@ -73,34 +84,34 @@ TEST(ManifestRoundTrip, NoDigestAndNoLayers) {
   EXPECT_EQ(r->payload_bytes(), 0u);
 }
 
-TEST(ManifestRoundTrip, WithDigestAndLayers) {
-  const Manifest m = Sample(true);
-  const std::string s = Encoded(m);
-  EXPECT_EQ(s.size(), kFixedBytes + 16 + 4 + 3 * kLayerBytes);
-  auto r = Decode(s);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(*r, m);
+TEST(ManifestRoundTrip, PagedLayersWithAndWithoutDigest) {
+  for (bool digest : {false, true}) {
+    const Manifest m = Sample(digest);
+    auto r = Decode(Encoded(m));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(*r, m);
+    EXPECT_EQ(r->layers[0].full_pages(), 2u);
+    EXPECT_EQ(r->layers[2].full_pages(), 0u);
+  }
 }
 
-TEST(ManifestRoundTrip, WithoutDigestAndLayers) {
-  const Manifest m = Sample(false);
-  auto r = Decode(Encoded(m));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(*r, m);
-}
-
-TEST(ManifestRoundTrip, ManyLayersOfRandomSizes) {
+TEST(ManifestRoundTrip, ManyUnpagedLayersOfRandomSizes) {
   std::mt19937_64 rng(3);
   Manifest m;
   m.token_count = rng();
   m.created_unix_ms = static_cast<int64_t>(rng());
   m.chunk_bytes = 4 << 20;
   m.token_digest = TokenDigest{};
+  m.put_id = rng();
   uint32_t layer = 0;
   for (int i = 0; i < 500; ++i) {
     layer += 1 + static_cast<uint32_t>(rng() % 3);
-    const Kind kind = static_cast<Kind>(1 + rng() % 3);
-    m.layers.push_back(Layer(layer, kind, rng() % (64ull << 20), m.chunk_bytes, rng()));
+    const uint64_t n = rng() % (64ull << 20);
+    if (rng() % 2) {
+      m.layers.push_back({layer, Kind::kOpaque, n, rng(), {}, n, {1}, {}});
+    } else {
+      m.layers.push_back({layer, Kind::kQsa, 16 + n * 256, rng(), Header(3), n, {256}, {}});
+    }
   }
   auto r = Decode(Encoded(m));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -112,55 +123,48 @@ TEST(ManifestRoundTrip, NegativeCreationTimeAndExtremeCounters) {
   m.token_count = kU64Max;
   m.created_unix_ms = std::numeric_limits<int64_t>::min();
   m.chunk_bytes = std::numeric_limits<uint32_t>::max();
-  m.layers = {Layer(std::numeric_limits<uint32_t>::max(), Kind::kOpaque,
-                    uint64_t{std::numeric_limits<uint32_t>::max()} * 3 + 1, m.chunk_bytes,
-                    kU64Max)};
-  ASSERT_EQ(m.layers[0].chunks, 4u);
+  m.put_id = kU64Max;
+  const uint64_t n = uint64_t{std::numeric_limits<uint32_t>::max()} * 3 + 1;
+  m.layers = {{std::numeric_limits<uint32_t>::max(), Kind::kOpaque, n, kU64Max, {}, n, {1}, {}}};
   auto r = Decode(Encoded(m));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(*r, m);
 }
 
 TEST(ManifestEncode, KnownAnswerIsPinned) {
-  EXPECT_EQ(ToHexString(Encoded(Sample(true))),
-            "01000000"                            // version 1
-            "0010000000000000"                    // token_count 4096
-            "7b6c50c4a0010000"                    // created_unix_ms
-            "e8030000"                            // chunk_bytes 1000
-            "01a0a1a2a3a4a5a6a7a8a9aaabacadaeaf"  // token digest
-            "03000000"                            // 3 layers
-            "00000000"
-            "01"
-            "1000000000000000"
-            "01000000"
-            "1111000000000000"
-            "03000000"
-            "02"
-            "c409000000000000"
-            "03000000"
-            "2222000000000000"
-            "07000000"
-            "03"
-            "0000000000000000"
-            "01000000"
-            "3333000000000000");
-}
-
-TEST(ManifestEncode, FieldsAreLittleEndianInTheDocumentedOrder) {
-  const std::string s = Encoded(Sample(false));
-  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
-  EXPECT_EQ(internal::GetLE32(p), kManifestVersion);
-  EXPECT_EQ(internal::GetLE64(p + 4), 4096u);
-  EXPECT_EQ(internal::GetLE64(p + 12), 1'790'000'000'123u);
-  EXPECT_EQ(internal::GetLE32(p + 20), 1000u);
-  EXPECT_EQ(p[24], 0);                          // no token digest
-  EXPECT_EQ(internal::GetLE32(p + 25), 3u);     // layer count
-  const uint8_t* l1 = p + 29 + kLayerBytes;     // second layer
-  EXPECT_EQ(internal::GetLE32(l1), 3u);         // layer
-  EXPECT_EQ(l1[4], 2);                          // kind DSA
-  EXPECT_EQ(internal::GetLE64(l1 + 5), 2500u);  // bytes
-  EXPECT_EQ(internal::GetLE32(l1 + 13), 3u);    // chunks
-  EXPECT_EQ(internal::GetLE64(l1 + 17), 0x2222u);
+  Manifest m;
+  m.token_count = 4096;
+  m.created_unix_ms = 1'790'000'000'123;
+  m.chunk_bytes = 1000;
+  m.put_id = 0x0102030405060708;
+  m.page_tokens = 2;
+  LayerEntry q{5, Kind::kQsa, 16 + 3 * 4, 0x1111, Header(0xee), 3, {4}, {}};
+  q.runs = {{0x99, 0, 64, 0, 1}};
+  m.layers = {q};
+  EXPECT_EQ(ToHexString(Encoded(m)),
+            "02000000"                          // version 2
+            "0010000000000000"                  // token_count 4096
+            "7b6c50c4a0010000"                  // created_unix_ms
+            "e8030000"                          // chunk_bytes 1000
+            "00"                                // no token digest
+            "0807060504030201"                  // put id
+            "02000000"                          // page_tokens 2
+            "01000000"                          // 1 layer
+            "05000000"                          // layer 5
+            "01"                                // QSA
+            "1c00000000000000"                  // 28 bytes
+            "1111000000000000"                  // layer digest
+            "10"                                // 16 header bytes
+            "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee"  // the header
+            "0300000000000000"                  // 3 rows
+            "01"                                // 1 array
+            "04000000"                          // 4 bytes per row
+            "01000000"                          // 1 run
+            "9900000000000000"                  // owner
+            "00000000"                          // owner_first_page
+            "40000000"                          // owner_chunk_bytes 64
+            "00000000"                          // first_page
+            "01000000");                        // pages
 }
 
 // ---- Rejections -----------------------------------------------------------------------
@@ -179,12 +183,10 @@ TEST(ManifestDecode, TrailingBytesAreRejected) {
   std::string s = Encoded(Sample(true));
   s.push_back('\0');
   EXPECT_ERROR(Decode(s), kCorruption, "manifest has trailing bytes");
-  s += std::string(kLayerBytes - 1, '\0');  // exactly one more layer's worth: still trailing
-  EXPECT_ERROR(Decode(s), kCorruption, "manifest has trailing bytes");
 }
 
 TEST(ManifestDecode, UnknownVersionIsRejected) {
-  for (uint32_t version : {0u, 2u, 0xffffffffu}) {
+  for (uint32_t version : {0u, 1u, 3u, 0xffffffffu}) {
     std::string s = Encoded(Sample(false));
     PutLE32At(&s, 0, version);
     EXPECT_ERROR(Decode(s), kCorruption, "manifest has unknown version " + std::to_string(version));
@@ -195,60 +197,19 @@ TEST(ManifestDecode, UnknownLayerKindIsRejected) {
   const Manifest m = Sample(false);
   for (uint8_t kind : {0, 4, 0x10, 0xff}) {
     std::string s = Encoded(m);
-    s[LayerOffset(m, 1) + 4] = static_cast<char>(kind);
+    s[kLayersAt + 4 + 4] = static_cast<char>(kind);  // layer 0's kind
     EXPECT_ERROR(Decode(s), kCorruption,
-                 "manifest layer 3 has unknown kind " + std::to_string(kind));
+                 "manifest layer 0 has unknown kind " + std::to_string(kind));
   }
 }
 
-TEST(ManifestDecode, DescendingLayersAreRejected) {
-  const Manifest m = Sample(false);
-  std::string s = Encoded(m);
-  PutLE32At(&s, LayerOffset(m, 2), 2);  // 0, 3, 2
-  EXPECT_ERROR(Decode(s), kCorruption, "manifest layers out of order at layer 2");
-}
-
-TEST(ManifestDecode, RepeatedLayerIsRejected) {
-  const Manifest m = Sample(false);
-  std::string s = Encoded(m);
-  PutLE32At(&s, LayerOffset(m, 1), 0);  // 0, 0, 7
-  EXPECT_ERROR(Decode(s), kCorruption, "manifest layers out of order at layer 0");
-}
-
-TEST(ManifestDecode, ChunkCountInconsistentWithSizeIsRejected) {
-  const Manifest m = Sample(false);
-  for (uint32_t chunks : {0u, 2u, 4u}) {  // layer 3 holds 2500 bytes at 1000: 3 chunks
-    std::string s = Encoded(m);
-    PutLE32At(&s, LayerOffset(m, 1) + 13, chunks);
-    EXPECT_ERROR(Decode(s), kCorruption,
-                 "manifest layer 3 claims " + std::to_string(chunks) + " chunks for 2500 bytes");
+TEST(ManifestDecode, DescendingOrRepeatedLayersAreRejected) {
+  for (uint32_t layer : {2u, 0u}) {
+    Manifest m = Sample(false);
+    m.layers[2].layer = layer;  // 0, 3, then 2 or 0 again
+    EXPECT_ERROR(Decode(Encoded(m)), kCorruption,
+                 "manifest layers out of order at layer " + std::to_string(layer));
   }
-}
-
-TEST(ManifestDecode, EmptyBlobMustClaimOneChunk) {
-  const Manifest m = Sample(false);
-  std::string s = Encoded(m);
-  PutLE32At(&s, LayerOffset(m, 2) + 13, 0);  // layer 7: 0 bytes
-  EXPECT_ERROR(Decode(s), kCorruption, "manifest layer 7 claims 0 chunks for 0 bytes");
-}
-
-TEST(ManifestDecode, ChunkCountThatDoesNotFitInU32IsRejected) {
-  // 2^40 bytes at 1-byte chunks is 2^40 chunks: a u32 count cannot match it,
-  // in particular not the truncated value 0.
-  Manifest m;
-  m.chunk_bytes = 1;
-  m.layers = {LayerEntry{0, Kind::kOpaque, uint64_t{1} << 40, 0, 0}};
-  EXPECT_ERROR(Decode(Encoded(m)), kCorruption, "claims 0 chunks for 1099511627776 bytes");
-  m.layers[0].chunks = std::numeric_limits<uint32_t>::max();
-  EXPECT_ERROR(Decode(Encoded(m)), kCorruption, "claims 4294967295 chunks");
-}
-
-TEST(ManifestDecode, ChunkCountOfAHugeBlobDoesNotWrap) {
-  // bytes + chunk_bytes - 1 wraps for bytes near 2^64; the count must not become 0.
-  Manifest m;
-  m.chunk_bytes = 2;
-  m.layers = {LayerEntry{0, Kind::kOpaque, kU64Max, 0, 0}};
-  EXPECT_ERROR(Decode(Encoded(m)), kCorruption, "claims 0 chunks");
 }
 
 TEST(ManifestDecode, ChunkBytesOfZeroIsRejected) {
@@ -264,26 +225,113 @@ TEST(ManifestDecode, TokenDigestFlagOtherThanZeroOrOneIsRejected) {
 }
 
 TEST(ManifestDecode, LayerCountClaimingMoreLayersThanPresentIsTruncated) {
-  const Manifest m = Sample(false);
-  std::string s = Encoded(m);
-  PutLE32At(&s, kFixedBytes, 0xffffffffu);
+  std::string s = Encoded(Sample(false));
+  PutLE32At(&s, kLayersAt, 0xffffffffu);
   EXPECT_ERROR(Decode(s), kCorruption, "manifest truncated");
+}
+
+TEST(ManifestDecode, HeaderOfTheWrongSizeForItsKindIsRejected) {
+  EXPECT_ERROR(DecodeEdited([](Manifest& m) { m.layers[0].header.resize(15); }), kCorruption,
+               "manifest layer 0 has a header of 15 bytes");
+  EXPECT_ERROR(DecodeEdited([](Manifest& m) { m.layers[2].header = {1}; }), kCorruption,
+               "manifest layer 7 has a header of 1 bytes");
+}
+
+TEST(ManifestDecode, ArraysOtherThanTheKindsAreRejected) {
+  EXPECT_ERROR(DecodeEdited([](Manifest& m) { m.layers[1].row_bytes.pop_back(); }), kCorruption,
+               "manifest layer 3 has 2 arrays for its kind");
+  EXPECT_ERROR(DecodeEdited([](Manifest& m) { m.layers[0].row_bytes.push_back(1); }), kCorruption,
+               "manifest layer 0 has 2 arrays for its kind");
+}
+
+TEST(ManifestDecode, RowsThatDoNotMakeTheBlobsSizeAreRejected) {
+  EXPECT_ERROR(DecodeEdited([](Manifest& m) { m.layers[0].bytes += 1; }), kCorruption,
+               "manifest layer 0 holds 96 bytes of rows and header, not 97");
+  EXPECT_ERROR(DecodeEdited([](Manifest& m) { m.layers[1].rows = 4; }), kCorruption,
+               "manifest layer 3 holds 100 bytes of rows and header, not 121");
+  EXPECT_ERROR(DecodeEdited([](Manifest& m) {
+                 m.layers[0].rows = kU64Max / 4;
+                 m.layers[0].runs.clear();
+               }),
+               kCorruption, "manifest layer 0 has a size that overflows");
+}
+
+TEST(ManifestDecode, OpaqueLayersHaveNoPagesAndOneByteRows) {
+  EXPECT_ERROR(DecodeEdited([](Manifest& m) {
+                 m.layers[2].runs = {{kPut, 0, 1000, 0, 1}};
+               }),
+               kCorruption, "manifest layer 7 is an opaque layer with rows, pages or a row size");
+  EXPECT_ERROR(DecodeEdited([](Manifest& m) { m.layers[2].row_bytes = {7}; }), kCorruption,
+               "manifest layer 7 is an opaque layer");
+}
+
+TEST(ManifestDecode, PagesNeedAPageSize) {
+  EXPECT_ERROR(DecodeEdited([](Manifest& m) { m.page_tokens = 0; }), kCorruption,
+               "manifest layer 0 has pages but the manifest's page size is 0");
+}
+
+TEST(ManifestDecode, RunsMustCoverThePagesInOrderFromPageZero) {
+  const char* kGap = "manifest layer 0 has runs that do not cover its pages in order from page 0";
+  EXPECT_ERROR(DecodeEdited([](Manifest& m) { m.layers[0].runs[0].first_page = 1; }), kCorruption,
+               kGap);
+  EXPECT_ERROR(DecodeEdited([](Manifest& m) { m.layers[0].runs[1].first_page = 2; }), kCorruption,
+               kGap);
+  EXPECT_ERROR(DecodeEdited([](Manifest& m) { m.layers[0].runs[0].pages = 0; }), kCorruption, kGap);
+  EXPECT_ERROR(DecodeEdited([](Manifest& m) { m.layers[0].runs[0].owner_first_page = 1; }),
+               kCorruption, kGap);
+  EXPECT_ERROR(DecodeEdited([](Manifest& m) { m.layers[0].runs[0].owner_chunk_bytes = 0; }),
+               kCorruption, kGap);
+}
+
+TEST(ManifestDecode, PagesPastTheRowsAreRejected) {
+  // 10 rows hold 2 pages of 4; a third would end at row 12.
+  EXPECT_ERROR(DecodeEdited([](Manifest& m) { m.layers[0].runs[1].pages = 2; }), kCorruption,
+               "manifest layer 0 has more pages than rows");
+  EXPECT_ERROR(DecodeEdited([](Manifest& m) { m.layers[0].runs[1].pages = 0xffffffffu; }),
+               kCorruption, "manifest layer 0 has too many pages");
+}
+
+TEST(ManifestDecode, OwnPagesComeLastInOneRunAtTheOwnChunkSize) {
+  EXPECT_ERROR(DecodeEdited([](Manifest& m) {
+                 m.layers[0].runs = {{kPut, 0, 1000, 0, 1}, {kOther, 1, 512, 1, 1}};
+               }),
+               kCorruption, "manifest layer 0 has pages of another put after its own");
+  EXPECT_ERROR(DecodeEdited([](Manifest& m) {
+                 m.layers[0].runs = {{kPut, 0, 1000, 0, 1}, {kPut, 1, 1000, 1, 1}};
+               }),
+               kCorruption, "manifest layer 0 has its own pages in more than one run");
+  EXPECT_ERROR(DecodeEdited([](Manifest& m) { m.layers[0].runs[1].owner_chunk_bytes = 512; }),
+               kCorruption, "manifest layer 0 has its own pages cut at another chunk size");
+  EXPECT_ERROR(DecodeEdited([](Manifest& m) { m.layers[0].runs[1].owner_first_page = 0; }),
+               kCorruption, "manifest layer 0 has its own pages at another page than they start");
+}
+
+TEST(ManifestDecode, SharedRunsMayStartInsideTheirOwnersStream) {
+  // Pages 0-1 of an owner that stored pages 0-2: a run can cover part of
+  // what its owner stored, from any page on.
+  Manifest m = Sample(false);
+  m.layers[0].runs = {{kOther, 0, 512, 0, 1}, {0x22, 0, 512, 1, 1}};
+  auto r = Decode(Encoded(m));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, m);
 }
 
 // ---- Manifest helpers ----------------------------------------------------------------------
 
-TEST(Manifest, PayloadBytesSumsTheLayers) { EXPECT_EQ(Sample(false).payload_bytes(), 2516u); }
+TEST(Manifest, PayloadBytesSumsTheLayers) {
+  EXPECT_EQ(Sample(false).payload_bytes(), 96u + 121 + 7);
+}
 
 TEST(Manifest, FindLayerLooksUpByLayerIndexNotPosition) {
   const Manifest m = Sample(false);
   ASSERT_NE(m.FindLayer(3), nullptr);
-  EXPECT_EQ(m.FindLayer(3)->bytes, 2500u);
+  EXPECT_EQ(m.FindLayer(3)->bytes, 121u);
   EXPECT_EQ(m.FindLayer(1), nullptr);
 }
 
 // ---- ChunkCount / ChunkSize -----------------------------------------------------------------
 
-TEST(ChunkCount, EmptyBlobIsOneEmptyChunk) { EXPECT_EQ(ChunkCount(0, 4096), 1u); }
+TEST(ChunkCount, EmptyStreamHasNoChunks) { EXPECT_EQ(ChunkCount(0, 4096), 0u); }
 
 TEST(ChunkCount, RoundsUpAtChunkBoundaries) {
   EXPECT_EQ(ChunkCount(1, 4096), 1u);

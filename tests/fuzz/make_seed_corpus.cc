@@ -61,10 +61,33 @@ int main(int argc, char** argv) {
     m.created_unix_ms = 1700000000000 + i;
     m.chunk_bytes = 4096;
     if (i == 1) m.token_digest = TokenDigest{};
+    m.put_id = 0x77 + i;
+    m.page_tokens = 4;
     for (int l = 0; l < i + 1; ++l) {
-      const uint64_t bytes = 5000u * l;
-      m.layers.push_back({static_cast<uint32_t>(l * 2), static_cast<Kind>(1 + l % 3), bytes,
-                          ChunkCount(bytes, 4096), 0x1234u + l});
+      const uint64_t rows = 50u * l + 9;
+      const uint32_t layer = static_cast<uint32_t>(l * 2);
+      switch (l % 3) {
+        case 0: {  // QSA, pages 0-1 shared from another put, page 2 its own
+          LayerEntry e{
+              layer, Kind::kQsa, 16 + rows * 8, 0x1234u + l, std::vector<uint8_t>(16), rows,
+              {8},   {}};
+          e.runs = {{0x55, 0, 4096, 0, 2}, {m.put_id, 2, 4096, 2, 1}};
+          m.layers.push_back(e);
+          break;
+        }
+        case 1:
+          m.layers.push_back({layer,
+                              Kind::kDsa,
+                              16 + rows * 21,
+                              0x1234u + l,
+                              std::vector<uint8_t>(16),
+                              rows,
+                              {16, 4, 1},
+                              {}});
+          break;
+        default:
+          m.layers.push_back({layer, Kind::kOpaque, rows, 0x1234u + l, {}, rows, {1}, {}});
+      }
     }
     Write(root / "fuzz_manifest", "valid-" + std::to_string(i), EncodeManifest(m));
 #ifdef AUXSTORE_HAVE_CLI
@@ -73,13 +96,16 @@ int main(int argc, char** argv) {
     spec.qsa = {4, 16, 2, 2, 10000.0f, 1e-6f};
     spec.dsa = {4, 16};
     for (auto& l : m.layers) l.bytes = l.kind == Kind::kQsa ? 16 : l.kind == Kind::kDsa ? 16 : 7;
-    for (auto& l : m.layers) l.chunks = ChunkCount(l.bytes, 4096);
     std::vector<std::string> files;
-    for (auto& l : m.layers) files.push_back("layer-" + std::to_string(l.layer) + ".bin");
+    std::vector<uint64_t> hashes;
+    for (auto& l : m.layers) {
+      files.push_back("layer-" + std::to_string(l.layer) + ".bin");
+      hashes.push_back(l.xxh3);
+    }
     Prefix prefix;
     prefix.bytes[0] = static_cast<uint8_t>(i);
     Write(root / "fuzz_import_manifest", "valid-" + std::to_string(i),
-          cli::WriteExportManifest(NamespaceFingerprint(spec), spec, prefix, m, files));
+          cli::WriteExportManifest(NamespaceFingerprint(spec), spec, prefix, m, files, hashes));
 #endif
   }
   return 0;

@@ -15,14 +15,14 @@ class ForwardingStore final : public Store {
  public:
   explicit ForwardingStore(Store& inner) : in_(inner) {}
 
-  // ReadChunkInto of (layer, chunk) returns Corruption and, as the real
+  // ReadPieceInto of (layer, chunk of its first array) returns Corruption and, as the real
   // store does (store.h), quarantines the snapshot itself.
   std::optional<std::pair<uint32_t, uint32_t>> corrupt_chunk;
   // GetManifest reports a wrong whole-blob hash for this layer.
   std::optional<uint32_t> wrong_hash_layer;
   std::atomic<int> quarantines{0}, chunk_reads{0};
-  // While set, a chunk read of this layer past its chunk 0 waits until
-  // ReleaseHeldLayer (chunk 0 is read during validation, before streaming).
+  // While set, a read of this layer past its first chunk waits until
+  // ReleaseHeldLayer.
   void HoldLayer(uint32_t layer) {
     std::lock_guard l(mu_);
     held_layer_ = layer;
@@ -78,19 +78,20 @@ class ForwardingStore final : public Store {
   Result<std::vector<uint8_t>> GetLayer(NamespaceId ns, const Prefix& p, uint32_t l) override {
     return in_.GetLayer(ns, p, l);
   }
-  Status ReadChunkInto(NamespaceId ns, const Prefix& p, const Manifest& m, uint32_t layer,
-                       uint32_t chunk, std::span<uint8_t> dst, BlobHasher* blob_hash) override {
+  Status ReadPieceInto(NamespaceId ns, const Prefix& p, const Manifest& m, uint32_t layer,
+                       const LayerPiece& piece, std::span<uint8_t> dst,
+                       LayerHasher* layer_hash) override {
     ++chunk_reads;
-    if (chunk > 0) {
+    if (piece.chunk > 0 || piece.array > 0) {
       std::unique_lock l(mu_);
       cv_.wait(l, [&] { return held_layer_ != layer; });
     }
-    if (corrupt_chunk && *corrupt_chunk == std::make_pair(layer, chunk)) {
+    if (corrupt_chunk && piece.array == 0 && *corrupt_chunk == std::make_pair(layer, piece.chunk)) {
       Status st = Status::Corruption("injected chunk corruption");
       (void)Quarantine(ns, p, st);
       return st;
     }
-    return in_.ReadChunkInto(ns, p, m, layer, chunk, dst, blob_hash);
+    return in_.ReadPieceInto(ns, p, m, layer, piece, dst, layer_hash);
   }
   Status Quarantine(NamespaceId ns, const Prefix& p, const Status& why) override {
     ++quarantines;

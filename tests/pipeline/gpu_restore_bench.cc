@@ -5,7 +5,7 @@
 //   pinned_h2d    CopyH2DAsync from 4 pinned buffers (the PCIe bound on CUDA)
 //   raw_read      read(2) of the store's files, page cache dropped for them
 //                 (posix_fadvise DONTNEED on our own files only)
-//   store_read    serial Store::ReadChunkInto of every chunk, page cache warm
+//   store_read    serial Store::ReadPieceInto of every piece, page cache warm
 //                 and after the cache drop (cold)
 //   restore_cold  GpuPipeline::Restore right after the same cache drop
 //   restore_warm  GpuPipeline::Restore again (page cache warm)
@@ -204,14 +204,13 @@ int main(int argc, char** argv) {
     return s;
   };
 
-  // Serial ReadChunkInto of every chunk into one pinned buffer.
+  // Serial ReadPieceInto of every piece into one pinned buffer.
   auto read_store = [&]() {
     const auto t0 = Clock::now();
     for (const LayerEntry& e : manifest->layers) {
-      for (uint32_t c = 0; c < e.chunks; ++c) {
-        const uint64_t n = ChunkSize(e.bytes, manifest->chunk_bytes, c);
-        if (Status st =
-                store.ReadChunkInto(*ns, prefix, *manifest, e.layer, c, {pinned[0], n}, nullptr);
+      for (const LayerPiece& piece : PlanPieces(*manifest, e)) {
+        if (Status st = store.ReadPieceInto(*ns, prefix, *manifest, e.layer, piece,
+                                            {pinned[0], piece.bytes}, nullptr);
             !st.ok())
           Die("read", st);
       }

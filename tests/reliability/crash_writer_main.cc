@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
         const reliability::SnapshotSpec spec = reliability::MakeSnapshot(seed);
         const auto blobs = spec.blobs();
         Say("B " + std::to_string(seed));
-        Status s = store->PutSnapshot(*ns, spec.prefix, spec.token_count, blobs);
+        Status s =
+            store->PutSnapshot(*ns, spec.prefix, spec.token_count, blobs, spec.put_options());
         if (s.ok()) {
           Say("A " + std::to_string(seed));
         } else {

@@ -51,7 +51,8 @@ void CheckAfterFaults(const std::string& dir, const std::set<uint64_t>& attempte
   t->torn += r.torn_visible;
   t->wrong += r.wrong_bytes;
   const SnapshotSpec spec = MakeSnapshot(fresh_seed);
-  Status s = store->PutSnapshot(*ns, spec.prefix, spec.token_count, spec.blobs());
+  Status s =
+      store->PutSnapshot(*ns, spec.prefix, spec.token_count, spec.blobs(), spec.put_options());
   EXPECT_TRUE(s.ok()) << what << ": a write after the fault cleared: " << s.ToString();
 }
 
@@ -88,7 +89,8 @@ void WriteFaultTrials(bool enospc, int threads, int trials, uint64_t rng_seed, F
               std::lock_guard lock(mu);
               attempted.insert(seed);
             }
-            Status s = store->PutSnapshot(*ns, spec.prefix, spec.token_count, spec.blobs());
+            Status s = store->PutSnapshot(*ns, spec.prefix, spec.token_count, spec.blobs(),
+                                          spec.put_options());
             std::lock_guard lock(mu);
             if (s.ok()) {
               acked.insert(seed);
@@ -160,7 +162,9 @@ TEST(IoFaults, EioOnReadsNeverReturnsWrongBytesNorLosesSnapshots) {
       auto ns = store->RegisterNamespace(BatterySpec()).value();
       for (uint64_t seed = 500; seed < 530; ++seed) {
         const SnapshotSpec spec = MakeSnapshot(seed);
-        ASSERT_TRUE(store->PutSnapshot(ns, spec.prefix, spec.token_count, spec.blobs()).ok());
+        ASSERT_TRUE(
+            store->PutSnapshot(ns, spec.prefix, spec.token_count, spec.blobs(), spec.put_options())
+                .ok());
         acked.insert(seed);
       }
     }

@@ -70,7 +70,10 @@ TEST(KillNine, DuringCompact) {
       for (uint64_t s = 0; s < 24; ++s) {
         const uint64_t seed = c * 1000 + s;
         SnapshotSpec spec = MakeSnapshot(seed);
-        ASSERT_TRUE((*store)->PutSnapshot(ns, spec.prefix, spec.token_count, spec.blobs()).ok());
+        ASSERT_TRUE(
+            (*store)
+                ->PutSnapshot(ns, spec.prefix, spec.token_count, spec.blobs(), spec.put_options())
+                .ok());
         attempted.insert(seed);
         if (s % 3 == 0) {
           ASSERT_TRUE((*store)->Erase(ns, spec.prefix).ok());

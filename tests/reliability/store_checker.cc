@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "auxstore/blob_hash.h"
+#include "auxstore/manifest_types.h"
 #include "tests/reliability/snapshot_spec.h"
 
 namespace auxstore::reliability {
@@ -29,8 +29,12 @@ void CheckVisible(Store& store, NamespaceId ns, const SnapshotInfo& info, const 
   for (size_t i = 0; shape_ok && i < want.layers.size(); ++i) {
     const LayerEntry& e = m.layers[i];
     const SnapshotLayer& l = want.layers[i];
-    shape_ok = e.layer == l.layer && e.kind == l.kind && e.bytes == l.bytes.size() &&
-               e.xxh3 == BlobHasher::Hash(l.bytes);
+    shape_ok = e.layer == l.layer && e.kind == l.kind && e.bytes == l.bytes.size();
+    if (shape_ok) {  // the layer digest of the bytes written, in the layout stored
+      LayerHasher h(m, e);
+      h.Update(l.bytes);
+      shape_ok = h.Digest() == e.xxh3;
+    }
   }
   if (!shape_ok) {
     ++r->wrong_bytes;

@@ -64,7 +64,9 @@ TEST_F(StoreTest, OpaqueLayersRoundTripAcrossSizesAndChunkBoundaries) {
     auto m = store_->GetManifest(ns_, p);
     ASSERT_TRUE(m.ok());
     EXPECT_EQ(m->layers.at(0).bytes, size);
-    EXPECT_EQ(m->layers.at(0).xxh3, BlobHasher::Hash(blob));
+    LayerHasher digest(*m, m->layers.at(0));
+    digest.Update(blob);
+    EXPECT_EQ(m->layers.at(0).xxh3, digest.Digest());
     EXPECT_EQ(m->token_count, 100u);
   }
 }

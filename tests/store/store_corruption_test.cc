@@ -16,7 +16,14 @@ using testing::PrefixFromSeed;
 using testing::StoreFixture;
 namespace si = store_internal;
 
-using StoreCorruptionTest = StoreFixture;
+class StoreCorruptionTest : public StoreFixture {
+ protected:
+  // The key of chunk `chunk` of a stored opaque layer 0 (its one array),
+  // looked up while the store is open.
+  std::string ChunkKey(const Prefix& p, uint32_t chunk) {
+    return si::RecordKey(ns_, store_->GetManifest(ns_, p)->put_id, 0, 0, chunk);
+  }
+};
 
 void RewriteRecord(const std::string& path, const std::string& key,
                    const std::function<void(std::string*)>& edit) {
@@ -38,9 +45,9 @@ void RewriteRecord(const std::string& path, const std::string& key,
 TEST_F(StoreCorruptionTest, RecordAlteredThroughRawRocksDbIsCorruptionAndQuarantined) {
   const Prefix p = PrefixFromSeed(1);
   PutOpaque(p, 200 * 1024, 1);  // 4 chunks of 64 KiB
+  const std::string key = ChunkKey(p, 2);
   Close();
-  RewriteRecord(path(), si::RecordKey(ns_, p, 0, 2),
-                [](std::string* v) { (*v)[v->size() / 2] ^= 0x10; });
+  RewriteRecord(path(), key, [](std::string* v) { (*v)[v->size() / 2] ^= 0x10; });
   Open();
   uint64_t delivered = 0;
   Status s = store_->ReadLayer(ns_, p, 0, [&](uint64_t, ByteSpan c) {
@@ -63,10 +70,11 @@ TEST_F(StoreCorruptionTest, RecordCopiedUnderAnotherKeyIsDetected) {
   const Prefix a = PrefixFromSeed(1), b = PrefixFromSeed(2);
   PutOpaque(a, 1000, 1);
   PutOpaque(b, 1000, 2);
+  const std::string key_a = ChunkKey(a, 0), key_b = ChunkKey(b, 0);
   Close();
   std::string from_a;
-  RewriteRecord(path(), si::RecordKey(ns_, a, 0, 0), [&](std::string* v) { from_a = *v; });
-  RewriteRecord(path(), si::RecordKey(ns_, b, 0, 0), [&](std::string* v) { *v = from_a; });
+  RewriteRecord(path(), key_a, [&](std::string* v) { from_a = *v; });
+  RewriteRecord(path(), key_b, [&](std::string* v) { *v = from_a; });
   Open();
   auto r = store_->GetLayer(ns_, b, 0);
   EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
@@ -76,6 +84,7 @@ TEST_F(StoreCorruptionTest, RecordCopiedUnderAnotherKeyIsDetected) {
 TEST_F(StoreCorruptionTest, MissingChunkIsATornSnapshot) {
   const Prefix p = PrefixFromSeed(1);
   PutOpaque(p, 200 * 1024, 1);
+  const std::string key = ChunkKey(p, 3);
   Close();
   {
     si::RocksSetup setup = si::MakeRocksSetup();
@@ -84,7 +93,7 @@ TEST_F(StoreCorruptionTest, MissingChunkIsATornSnapshot) {
     ASSERT_TRUE(rocksdb::DB::Open(setup.db, path(), setup.cfs, &cfs, &raw).ok());
     rocksdb::WriteOptions wo;
     wo.sync = true;
-    ASSERT_TRUE(raw->Delete(wo, cfs[si::kRecords], si::RecordKey(ns_, p, 0, 3)).ok());
+    ASSERT_TRUE(raw->Delete(wo, cfs[si::kRecords], key).ok());
     for (auto* h : cfs) (void)raw->DestroyColumnFamilyHandle(h);
     delete raw;
   }

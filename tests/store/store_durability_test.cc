@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "store/db_store.h"
+#include "store/keys.h"
 #include "store/meta_keys.h"
 #include "store/rocks_options.h"
 #include "store/store_dir.h"
@@ -154,14 +156,37 @@ TEST_F(StoreDurabilityTest, StoreOfANewerFormatVersionIsRefused) {
     wo.sync = true;
     ASSERT_TRUE(raw.db
                     ->Put(wo, raw.cfs[si::kMeta], si::kFormatVersionKey,
-                          si::EncodeMetaU64(si::kFormatVersionKey, 2))
+                          si::EncodeMetaU64(si::kFormatVersionKey, si::kStoreFormatVersion + 1))
                     .ok());
   }
   auto s = Store::Open(options_, path());
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kNotSupported);
-  EXPECT_NE(s.status().message().find("format version 2"), std::string::npos);
+  EXPECT_NE(s.status().message().find("format version 3"), std::string::npos);
   EXPECT_NE(s.status().message().find("newer"), std::string::npos);
+}
+
+TEST_F(StoreDurabilityTest, StoreOfFormatVersionOneIsRefusedNamingTheMigration) {
+  Close();
+  {
+    RawDb raw(path());
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    ASSERT_TRUE(raw.db
+                    ->Put(wo, raw.cfs[si::kMeta], si::kFormatVersionKey,
+                          si::EncodeMetaU64(si::kFormatVersionKey, 1))
+                    .ok());
+  }
+  for (bool read_only : {false, true}) {
+    options_.read_only = read_only;
+    auto s = Store::Open(options_, path());
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.status().code(), StatusCode::kNotSupported);
+    EXPECT_NE(s.status().message().find("format version 1"), std::string::npos)
+        << s.status().message();
+    EXPECT_NE(s.status().message().find("auxstore migrate"), std::string::npos)
+        << s.status().message();
+  }
 }
 
 TEST_F(StoreDurabilityTest, PlainRocksDbDirectoryIsNotMistakenForAStore) {
@@ -180,25 +205,23 @@ TEST_F(StoreDurabilityTest, PlainRocksDbDirectoryIsNotMistakenForAStore) {
 }
 
 TEST_F(StoreDurabilityTest, OrphanRecordsOfAnInterruptedIngestAreSwept) {
-  // Records and intent present, manifest never committed: what a crash
-  // between ingest and commit leaves.
+  // Records and intent present, run record and manifest never committed:
+  // what a crash between ingest and commit leaves.
   PutOpaque(PrefixFromSeed(1), 2u << 20, 1);
+  const PutId put = store_->GetManifest(ns_, PrefixFromSeed(1))->put_id;
+  const std::string skey = si::SnapshotKey(ns_, PrefixFromSeed(1));
+  const std::string pkey = si::PutKey(ns_, put);
   Close();
   {
     RawDb raw(path());
-    const std::string skey = std::string(8, '\0') + "x";  // unused; real key below
     rocksdb::WriteOptions wo;
     wo.sync = true;
-    std::unique_ptr<rocksdb::Iterator> it(
-        raw.db->NewIterator(rocksdb::ReadOptions(), raw.cfs[si::kManifests]));
-    it->SeekToFirst();
-    ASSERT_TRUE(it->Valid());
-    const std::string key = it->key().ToString();
-    it.reset();
-    ASSERT_TRUE(raw.db->Delete(wo, raw.cfs[si::kManifests], key).ok());
+    ASSERT_TRUE(raw.db->Delete(wo, raw.cfs[si::kManifests], skey).ok());
+    ASSERT_TRUE(raw.db->Delete(wo, raw.cfs[si::kRuns], pkey).ok());
+    ASSERT_TRUE(raw.db->Delete(wo, raw.cfs[si::kRefs], si::RefKey(ns_, put, put)).ok());
     ASSERT_TRUE(raw.db
-                    ->Put(wo, raw.cfs[si::kMeta], si::kIntentPrefix + key,
-                          si::EncodeMeta(si::kIntentPrefix + key, ""))
+                    ->Put(wo, raw.cfs[si::kMeta], si::kIntentPrefix + pkey,
+                          si::EncodeMeta(si::kIntentPrefix + pkey, skey))
                     .ok());
   }
   options_.accept_data_loss = true;  // the manifest delete bypassed the commit counter: fine here
@@ -206,6 +229,10 @@ TEST_F(StoreDurabilityTest, OrphanRecordsOfAnInterruptedIngestAreSwept) {
   EXPECT_TRUE(store_->GetManifest(ns_, PrefixFromSeed(1)).status().IsNotFound());
   ASSERT_TRUE(store_->RunMaintenance().ok());
   EXPECT_EQ(store_->Stats().orphans_removed, 1u);
+  auto v = store_->Verify();
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->records_checked, 0u);
+  EXPECT_EQ(v->orphan_records, 0u) << "every record of the interrupted put is gone";
 }
 
 }  // namespace

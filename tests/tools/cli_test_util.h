@@ -79,6 +79,7 @@ inline std::unique_ptr<Store> OpenStore(const std::string& path) {
 struct Written {
   NamespaceId ns = 0;
   Prefix prefix;
+  PutId put = 0;  // the put that stored its records
   std::vector<std::pair<uint32_t, std::vector<uint8_t>>> layers;
 };
 
@@ -98,6 +99,7 @@ inline Written PutMixed(Store& store, NamespaceId ns, uint64_t seed, bool big) {
   put.token_digest = DigestTokens(std::vector<uint32_t>{1, 2, 3, static_cast<uint32_t>(seed)}, 7);
   Status s = store.PutSnapshot(ns, w.prefix, 4, blobs, put);
   EXPECT_TRUE(s.ok()) << s.ToString();
+  if (auto m = store.GetManifest(ns, w.prefix); m.ok()) w.put = m->put_id;
   return w;
 }
 

@@ -6,11 +6,11 @@
 #include <fstream>
 #include <set>
 
+#include "auxstore/maintenance.h"
 #include "store/keys.h"
 #include "store/rocks_options.h"
 #include "store/watermark.h"
 #include "tests/tools/cli_test_util.h"
-#include "auxstore/maintenance.h"
 
 namespace auxstore::testing {
 namespace {
@@ -46,13 +46,13 @@ class VerifyTest : public ::testing::Test {
   }
   std::string path() const { return dir_.Sub("store"); }
 
-  void FlipBytesInSstOf(const Prefix& prefix) {
+  void FlipBytesInSstOf(const Written& w) {
     std::string file;
     {
       RawStore raw(path());
       std::vector<rocksdb::LiveFileMetaData> live;
       raw.db->GetLiveFilesMetaData(&live);
-      const std::string skey = SnapshotKey(ns_, prefix);
+      const std::string skey = PutKey(ns_, w.put);
       for (const auto& f : live) {
         if (f.column_family_name == kRecordsCf && f.smallestkey.starts_with(skey)) {
           file = f.db_path + f.name;
@@ -71,19 +71,19 @@ class VerifyTest : public ::testing::Test {
     f.write(b, 4);
   }
 
-  void RewriteRecordOf(const Prefix& prefix) {
+  void RewriteRecordOf(const Written& w) {
     RawStore raw(path());
-    const std::string key = RecordKey(ns_, prefix, 2, 1);
+    const std::string key = RecordKey(ns_, w.put, 2, 0, 1);
     std::string v;
     ASSERT_TRUE(raw.db->Get(rocksdb::ReadOptions(), raw.cfs[kRecords], key, &v).ok());
     v[v.size() / 2] ^= 1;  // payload byte: the envelope checksum no longer matches
     ASSERT_TRUE(raw.db->Put(rocksdb::WriteOptions(), raw.cfs[kRecords], key, v).ok());
   }
 
-  void DeleteRecordOf(const Prefix& prefix) {
+  void DeleteRecordOf(const Written& w) {
     RawStore raw(path());
     ASSERT_TRUE(
-        raw.db->Delete(rocksdb::WriteOptions(), raw.cfs[kRecords], RecordKey(ns_, prefix, 1, 0))
+        raw.db->Delete(rocksdb::WriteOptions(), raw.cfs[kRecords], RecordKey(ns_, w.put, 1, 0, 0))
             .ok());
   }
 
@@ -106,7 +106,7 @@ TEST_F(VerifyTest, CleanStoreExitsZeroWithCounts) {
   EXPECT_TRUE(j["clean"].get<bool>());
   EXPECT_EQ(j["snapshots_checked"].get<uint64_t>(), 9u);
   EXPECT_EQ(j["snapshots_ok"].get<uint64_t>(), 9u);
-  EXPECT_EQ(j["orphan_snapshots"].get<uint64_t>(), 0u);
+  EXPECT_EQ(j["orphan_puts"].get<uint64_t>(), 0u);
   EXPECT_GT(j["bytes_checked"].get<uint64_t>(), 3u << 20);
   CliRun text = RunBinary({"verify", path()});
   EXPECT_EQ(text.code, 0);
@@ -114,9 +114,9 @@ TEST_F(VerifyTest, CleanStoreExitsZeroWithCounts) {
 }
 
 TEST_F(VerifyTest, FindsEachPlantedCorruptionAndRepairRemovesExactlyThose) {
-  FlipBytesInSstOf(flipped_.prefix);
-  RewriteRecordOf(rewritten_.prefix);
-  DeleteRecordOf(torn_.prefix);
+  FlipBytesInSstOf(flipped_);
+  RewriteRecordOf(rewritten_);
+  DeleteRecordOf(torn_);
   const std::set<std::string> damaged = {flipped_.prefix.ToHex(), rewritten_.prefix.ToHex(),
                                          torn_.prefix.ToHex()};
 
@@ -154,7 +154,7 @@ TEST_F(VerifyTest, FindsEachPlantedCorruptionAndRepairRemovesExactlyThose) {
   CliRun again = RunBinary({"verify", path(), "--json"});
   EXPECT_EQ(again.code, 0) << again.out;
   EXPECT_EQ(again.Json()["snapshots_checked"].get<uint64_t>(), 6u);
-  EXPECT_EQ(again.Json()["orphan_snapshots"].get<uint64_t>(), 0u);
+  EXPECT_EQ(again.Json()["orphan_puts"].get<uint64_t>(), 0u);
 
   auto store = OpenStore(path());
   for (const Written& w : healthy_) ExpectReadsBack(*store, w);
@@ -174,8 +174,9 @@ TEST_F(VerifyTest, LostCommitsAreCorruptionAndOrphansAreNot) {
   }
   CliRun r = RunInProcess({"verify", path(), "--json"});
   ASSERT_EQ(r.code, 0) << r.out << r.err;
-  EXPECT_EQ(r.Json()["orphan_snapshots"].get<uint64_t>(), 1u);
-  EXPECT_EQ(r.Json()["orphan_records"].get<uint64_t>(), 1u + 1u + 3u);  // chunks at 64 KiB
+  EXPECT_EQ(r.Json()["orphan_puts"].get<uint64_t>(), 1u);
+  // QSA: 1 chunk; DSA: one per array (3); opaque: 3 chunks at 64 KiB.
+  EXPECT_EQ(r.Json()["orphan_records"].get<uint64_t>(), 1u + 3u + 3u);
 
   const uint64_t seq = VerifyStoreAt(path())->commit_seq;
   ASSERT_TRUE(WriteWatermark(path(), seq + 3).ok());  // as if a WAL tail vanished

@@ -17,10 +17,11 @@ json Valid() {
   Manifest m;
   m.token_count = 9;
   m.chunk_bytes = 64;
-  m.layers = {{0, Kind::kQsa, 16 + 64 * 2, 3, 0x1234}, {5, Kind::kOpaque, 7, 1, 0xabcdef}};
+  m.layers = {{0, Kind::kQsa, 16 + 64 * 2, 0, std::vector<uint8_t>(16), 64, {2}, {}},
+              {5, Kind::kOpaque, 7, 0, {}, 7, {1}, {}}};
   const NamespaceSpec spec = TestSpec();
   return json::parse(cli::WriteExportManifest(NamespaceFingerprint(spec), spec, PrefixFromSeed(1),
-                                              m, {"a.bin", "b.bin"}));
+                                              m, {"a.bin", "b.bin"}, {0x1234, 0xabcdef}));
 }
 
 Status Parse(const json& j) { return cli::ParseImportManifest(j.dump()).status(); }

@@ -47,7 +47,7 @@ void Put(Store& s, uint64_t from, uint64_t to) {
   ASSERT_TRUE(ns.ok()) << ns.status().ToString();
   for (uint64_t seed = from; seed <= to; ++seed) {
     const SnapshotSpec spec = *MakeProfile("pages", seed);
-    Status st = s.PutSnapshot(*ns, spec.prefix, spec.token_count, spec.blobs());
+    Status st = s.PutSnapshot(*ns, spec.prefix, spec.token_count, spec.blobs(), spec.put_options());
     ASSERT_TRUE(st.ok()) << "seed " << seed << ": " << st.ToString();
   }
 }

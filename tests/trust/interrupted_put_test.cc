@@ -101,21 +101,21 @@ void InterruptedThenReput(const std::string& reput, Via via) {
   ProcResult v2 = RunCli({"verify", store, "--json"});
   const auto vj = nlohmann::json::parse(v2.out, nullptr, false);
   ASSERT_FALSE(vj.is_discarded()) << v2.Describe() << " " << v2.out << v2.ErrTail();
-  EXPECT_TRUE(v2.Exited(0) && vj.value("orphan_snapshots", -1) == 0 &&
+  EXPECT_TRUE(v2.Exited(0) && vj.value("orphan_puts", -1) == 0 &&
               vj.value("orphan_records", -1) == 0)
-      << "after `auxstore compact`: verify " << v2.Describe() << ", orphan_snapshots "
-      << vj.value("orphan_snapshots", -1) << ", orphan_records " << vj.value("orphan_records", -1)
+      << "after `auxstore compact`: verify " << v2.Describe() << ", orphan_puts "
+      << vj.value("orphan_puts", -1) << ", orphan_records " << vj.value("orphan_records", -1)
       << ", corrupt " << vj["corrupt"].dump();
   ExpectExact(store, reput, "after compact");
   std::printf(
       "TRUST interrupted-put (%s via %s): verify exit %d, repair removed %s, after compact "
-      "orphan_snapshots=%d orphan_records=%d\n",
+      "orphan_puts=%d orphan_records=%d\n",
       reput.c_str(),
       via == Via::kCAbi     ? "C ABI"
       : via == Via::kImport ? "import"
                             : "C++ no maintenance",
       v.exit_code, rj.contains("repair") ? rj["repair"]["removed"].dump().c_str() : "[] (clean)",
-      vj.value("orphan_snapshots", -1), vj.value("orphan_records", -1));
+      vj.value("orphan_puts", -1), vj.value("orphan_records", -1));
 }
 
 // The C ABI handle runs background maintenance, whose first intent sweep

@@ -69,7 +69,9 @@ TEST(TrustMissingCurrent, OpenRefusesAndDestroysNothing) {
     ASSERT_TRUE(ns.ok());
     for (uint64_t seed = 1; seed <= kSnapshots; ++seed) {
       const SnapshotSpec spec = *MakeProfile("ingest20k", seed);
-      ASSERT_TRUE((*s)->PutSnapshot(*ns, spec.prefix, spec.token_count, spec.blobs()).ok());
+      ASSERT_TRUE(
+          (*s)->PutSnapshot(*ns, spec.prefix, spec.token_count, spec.blobs(), spec.put_options())
+              .ok());
     }
   }
   const size_t ssts = FilesOfType(ref, "SST").size();

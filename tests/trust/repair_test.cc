@@ -78,7 +78,9 @@ TEST(TrustRepair, RepairRemovesExactlyTheCorruptSnapshots) {
     ASSERT_TRUE(ns.ok());
     for (uint64_t seed = 1; seed <= kSnapshots; ++seed) {
       const SnapshotSpec spec = *MakeProfile("tiny", seed);
-      ASSERT_TRUE((*s)->PutSnapshot(*ns, spec.prefix, spec.token_count, spec.blobs()).ok());
+      ASSERT_TRUE(
+          (*s)->PutSnapshot(*ns, spec.prefix, spec.token_count, spec.blobs(), spec.put_options())
+              .ok());
     }
   }  // clean close: every record flushed into shared SSTs
   std::string records_sst;

@@ -181,7 +181,8 @@ int main(int argc, char** argv) {
     }
     auto ns = (*opened)->RegisterNamespace(trust::BatterySpec());
     const auto spec = *trust::MakeProfile(profile, seed);
-    Status st = ns.ok() ? (*opened)->PutSnapshot(*ns, spec.prefix, spec.token_count, spec.blobs())
+    Status st = ns.ok() ? (*opened)->PutSnapshot(*ns, spec.prefix, spec.token_count, spec.blobs(),
+                                                 spec.put_options())
                         : ns.status();
     Say(st.ok() ? "A " + std::to_string(seed) : "E " + std::to_string(seed) + " " + st.ToString());
     return 0;
@@ -205,7 +206,8 @@ int main(int argc, char** argv) {
   }
   for (uint64_t s : pre) {
     const auto spec = *trust::MakeProfile(pre_profile, s);
-    Status st = db->PutSnapshot(*ns, spec.prefix, spec.token_count, spec.blobs());
+    Status st =
+        db->PutSnapshot(*ns, spec.prefix, spec.token_count, spec.blobs(), spec.put_options());
     if (!st.ok()) {
       Say("E " + std::to_string(s) + " " + st.ToString());
       return 2;
@@ -215,7 +217,7 @@ int main(int argc, char** argv) {
   const auto spec = *trust::MakeProfile(profile, seed);
   k.armed = true;
   Say("ARMED");
-  Status st = db->PutSnapshot(*ns, spec.prefix, spec.token_count, spec.blobs());
+  Status st = db->PutSnapshot(*ns, spec.prefix, spec.token_count, spec.blobs(), spec.put_options());
   Say("RETURNED " + st.ToString());
   return 3;
 }

@@ -66,9 +66,13 @@ void PrintVerify(Context& c, const VerifyReport& r, const RepairReport* repair) 
               {"snapshots_ok", r.snapshots_ok},
               {"bytes_checked", r.bytes_checked},
               {"records_checked", r.records_checked},
-              {"orphan_snapshots", r.orphan_snapshots},
+              {"puts_checked", r.puts_checked},
+              {"pages_checked", r.pages_checked},
+              {"shared_pages", r.shared_pages},
+              {"orphan_puts", r.orphan_puts},
               {"orphan_records", r.orphan_records},
               {"orphan_bytes", r.orphan_bytes},
+              {"stale_entries", r.stale_entries},
               {"commit_seq", r.commit_seq},
               {"watermark", r.watermark ? json(*r.watermark) : json(nullptr)},
               {"watermark_lost", r.watermark_lost},
@@ -89,9 +93,13 @@ void PrintVerify(Context& c, const VerifyReport& r, const RepairReport* repair) 
   c.out << "namespaces:        " << r.namespaces << "\n"
         << "snapshots checked: " << r.snapshots_checked << " (" << r.snapshots_ok << " ok, "
         << r.corrupt.size() << " corrupt)\n"
-        << "bytes checked:     " << r.bytes_checked << " in " << r.records_checked << " records\n"
-        << "orphans:           " << r.orphan_snapshots << " record groups, " << r.orphan_records
-        << " records, " << r.orphan_bytes << " bytes (not corruption; `compact` removes them)\n"
+        << "bytes checked:     " << r.bytes_checked << " in " << r.records_checked << " records of "
+        << r.puts_checked << " puts\n"
+        << "pages checked:     " << r.pages_checked << " (" << r.shared_pages
+        << " shared by several snapshots)\n"
+        << "orphans:           " << r.orphan_puts << " puts, " << r.orphan_records << " records, "
+        << r.orphan_bytes << " bytes; " << r.stale_entries
+        << " stale entries (not corruption; `compact` removes them)\n"
         << "commit sequence:   " << r.commit_seq << ", durable watermark "
         << (r.watermark ? std::to_string(*r.watermark) : std::string("none")) << "\n";
   if (r.watermark_lost) {
@@ -142,8 +150,9 @@ int RunCompact(Context& c, const std::string& path, const CompactOptions& o) {
                    {"dropped_by_namespace", r->dropped_by_namespace},
                    {"expired", r->expired},
                    {"evicted", r->evicted},
-                   {"orphan_snapshots_removed", r->orphan_snapshots_removed},
-                   {"orphan_records_removed", r->orphan_records_removed}})
+                   {"orphan_puts_removed", r->orphan_puts_removed},
+                   {"orphan_records_removed", r->orphan_records_removed},
+                   {"stale_entries_removed", r->stale_entries_removed}})
                  .dump(2)
           << "\n";
   } else {
@@ -151,8 +160,9 @@ int RunCompact(Context& c, const std::string& path, const CompactOptions& o) {
           << "payload bytes: " << r->payload_bytes_before << " -> " << r->payload_bytes_after
           << "\n"
           << "removed:       " << r->dropped_by_namespace << " by namespace, " << r->expired
-          << " expired, " << r->evicted << " evicted, " << r->orphan_snapshots_removed
-          << " orphan groups, " << r->orphan_records_removed << " stray records\n"
+          << " expired, " << r->evicted << " evicted, " << r->orphan_puts_removed
+          << " orphan puts, " << r->orphan_records_removed << " stray records, "
+          << r->stale_entries_removed << " stale entries\n"
           << "disk bytes:    " << r->disk_bytes_before << " -> " << r->disk_bytes_after
           << " (freed " << r->disk_bytes_freed() << ")\n";
   }
@@ -184,6 +194,7 @@ int RunStats(Context& c, const std::string& path, const std::string& prometheus)
     }
     c.out << json({{"snapshots", r->snapshots},
                    {"payload_bytes", r->payload_bytes},
+                   {"unique_bytes", r->unique_bytes},
                    {"disk_bytes", r->disk_bytes},
                    {"commit_seq", r->commit_seq},
                    {"durable_watermark", r->durable_watermark},
@@ -193,8 +204,9 @@ int RunStats(Context& c, const std::string& path, const std::string& prometheus)
           << "\n";
   } else {
     c.out << "snapshots:     " << r->snapshots << "\npayload bytes: " << r->payload_bytes
-          << "\ndisk bytes:    " << r->disk_bytes << "\ncommit seq:    " << r->commit_seq
-          << " (durable watermark " << r->durable_watermark
+          << " (each snapshot's layers in full)\nunique bytes:  " << r->unique_bytes
+          << " (stored, each shared page once)\ndisk bytes:    " << r->disk_bytes
+          << "\ncommit seq:    " << r->commit_seq << " (durable watermark " << r->durable_watermark
           << ")\nquarantines:   " << r->quarantines << "\n";
     for (const auto& [id, t] : r->namespaces) {
       c.out << "namespace " << Hex64(id) << " (" << t.spec.model_id << "): " << t.snapshots
@@ -215,11 +227,12 @@ int RunLs(Context& c, const std::string& path, std::optional<NamespaceId> ns) {
                      {"token_count", s.manifest.token_count},
                      {"layers", s.manifest.layers.size()},
                      {"payload_bytes", s.manifest.payload_bytes()},
+                     {"shared_bytes", SharedBytes(s.manifest)},
                      {"created_unix_ms", s.manifest.created_unix_ms}});
     } else {
       c.out << Hex64(s.ns) << " " << s.prefix.ToHex() << " tokens=" << s.manifest.token_count
             << " layers=" << s.manifest.layers.size() << " bytes=" << s.manifest.payload_bytes()
-            << "\n";
+            << " shared=" << SharedBytes(s.manifest) << "\n";
     }
   }
   if (c.json) c.out << arr.dump(2) << "\n";
@@ -234,11 +247,21 @@ int RunInspect(Context& c, const std::string& path, const Prefix& prefix,
   if (c.json) {
     json layers = json::array();
     for (const LayerEntry& l : m.layers) {
+      json runs = json::array();
+      for (const PageRun& run : l.runs) {
+        runs.push_back({{"first_page", run.first_page},
+                        {"pages", run.pages},
+                        {"owner", Hex64(run.owner)},
+                        {"own", run.owner == m.put_id}});
+      }
       layers.push_back({{"layer", l.layer},
                         {"kind", std::string(KindName(l.kind))},
                         {"bytes", l.bytes},
-                        {"chunks", l.chunks},
-                        {"xxh3", Hex64(l.xxh3)}});
+                        {"rows", l.rows},
+                        {"pages", l.full_pages()},
+                        {"shared_bytes", SharedBytes(m, l)},
+                        {"digest", Hex64(l.xxh3)},
+                        {"runs", runs}});
     }
     c.out << json({{"namespace", Hex64(r->ns)},
                    {"spec", SpecJson(r->spec)},
@@ -246,8 +269,11 @@ int RunInspect(Context& c, const std::string& path, const Prefix& prefix,
                    {"token_count", m.token_count},
                    {"created_unix_ms", m.created_unix_ms},
                    {"chunk_bytes", m.chunk_bytes},
+                   {"put_id", Hex64(m.put_id)},
+                   {"page_tokens", m.page_tokens},
                    {"has_token_digest", m.token_digest.has_value()},
                    {"payload_bytes", m.payload_bytes()},
+                   {"shared_bytes", SharedBytes(m)},
                    {"layers", layers}})
                  .dump(2)
           << "\n";
@@ -259,10 +285,13 @@ int RunInspect(Context& c, const std::string& path, const Prefix& prefix,
           << "\n  DSA index_head_dim=" << s.dsa.index_head_dim << " capacity=" << s.dsa.capacity
           << "\nprefix " << prefix.ToHex() << "\ntokens " << m.token_count << ", created "
           << m.created_unix_ms << " ms, chunk " << m.chunk_bytes << " bytes, token digest "
-          << (m.token_digest ? "yes" : "no") << "\n";
+          << (m.token_digest ? "yes" : "no") << "\nput " << Hex64(m.put_id) << ", pages of "
+          << m.page_tokens << " tokens, " << SharedBytes(m) << " of " << m.payload_bytes()
+          << " bytes shared from earlier puts\n";
     for (const LayerEntry& l : m.layers) {
       c.out << "  layer " << l.layer << " " << KindName(l.kind) << " " << l.bytes << " bytes, "
-            << l.chunks << " chunks, xxh3 " << Hex64(l.xxh3) << "\n";
+            << l.rows << " rows, " << l.full_pages() << " pages (" << SharedBytes(m, l)
+            << " bytes shared), digest " << Hex64(l.xxh3) << "\n";
     }
   }
   return c.code = kExitOk;

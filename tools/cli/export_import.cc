@@ -112,18 +112,23 @@ Result<ExportReport> ExportSnapshot(const std::string& store_path, const Prefix&
   if (dirfd.get() < 0) return Errno("open " + dir);
   ExportReport r{snap.ns, prefix, 0, 0};
   std::vector<std::string> files;
+  std::vector<uint64_t> hashes;  // each file's plain XXH3-64 (the store keeps layer digests)
   for (const LayerEntry& l : snap.manifest.layers) {
     const std::string name = "layer-" + std::to_string(l.layer) + ".bin";
+    BlobHasher hash;
     AUXSTORE_RETURN_IF_ERROR(CreateFile(dirfd.get(), dir, name, [&](int fd) {
       return store->ReadLayer(snap.ns, prefix, l.layer, [&](uint64_t, ByteSpan chunk) {
+        hash.Update(chunk);
         return WriteAll(fd, chunk.data(), chunk.size(), name);
       });
     }));
     files.push_back(name);
+    hashes.push_back(hash.Digest());
     ++r.layers;
     r.bytes += l.bytes;
   }
-  const std::string text = WriteExportManifest(snap.ns, snap.spec, prefix, snap.manifest, files);
+  const std::string text =
+      WriteExportManifest(snap.ns, snap.spec, prefix, snap.manifest, files, hashes);
   AUXSTORE_RETURN_IF_ERROR(CreateFile(dirfd.get(), dir, kExportManifestName, [&](int fd) {
     return WriteAll(fd, reinterpret_cast<const uint8_t*>(text.data()), text.size(),
                     kExportManifestName);

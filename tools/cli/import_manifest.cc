@@ -1,11 +1,10 @@
 #include "tools/cli/import_manifest.h"
 
-#include "auxstore/geometry.h"
-
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "auxstore/geometry.h"
 
 namespace auxstore::cli {
 namespace {
@@ -95,6 +94,9 @@ Result<NamespaceSpec> ParseSpec(const json& ns) {
   AUXSTORE_ASSIGN_OR_RETURN(s.dsa.index_head_dim, U64(*d, "index_head_dim", dw, UINT32_MAX));
   AUXSTORE_ASSIGN_OR_RETURN(s.dsa.capacity, U64(*d, "capacity", dw, UINT32_MAX));
   // The identity fields are optional: absent, they take their defaults.
+  if (ns.contains("page_tokens")) {
+    AUXSTORE_ASSIGN_OR_RETURN(s.page_tokens, U64(ns, "page_tokens", "namespace.", UINT32_MAX));
+  }
   if (ns.contains("weight_revision")) {
     AUXSTORE_ASSIGN_OR_RETURN(s.weight_revision, Str(ns, "weight_revision", "namespace."));
   }
@@ -247,7 +249,8 @@ Result<ImportPlan> ParseImportManifest(std::string_view text, uint64_t max_layer
 }
 
 std::string WriteExportManifest(NamespaceId ns, const NamespaceSpec& spec, const Prefix& prefix,
-                                const Manifest& m, const std::vector<std::string>& files) {
+                                const Manifest& m, const std::vector<std::string>& files,
+                                const std::vector<uint64_t>& xxh3) {
   json j;
   j["format"] = kExportFormat;
   j["namespace"] = {
@@ -263,14 +266,15 @@ std::string WriteExportManifest(NamespaceId ns, const NamespaceSpec& spec, const
       {"dsa", {{"index_head_dim", spec.dsa.index_head_dim}, {"capacity", spec.dsa.capacity}}}};
   // Written only when set, so an export without them reads as before.
   if (!spec.weight_revision.empty()) j["namespace"]["weight_revision"] = spec.weight_revision;
+  if (spec.page_tokens != 0) j["namespace"]["page_tokens"] = spec.page_tokens;
   if (spec.tp_world_size != 1 || spec.tp_rank != 0) {
     j["namespace"]["tp"] = {{"rank", spec.tp_rank}, {"world_size", spec.tp_world_size}};
   }
   if (!spec.opaque_layers.empty()) {
     json arr = json::array();
     for (const OpaqueLayerSpec& o : spec.opaque_layers) {
-      arr.push_back({{"layer", o.layer}, {"dtype", std::string(DTypeName(o.dtype))},
-                     {"shape", o.shape}});
+      arr.push_back(
+          {{"layer", o.layer}, {"dtype", std::string(DTypeName(o.dtype))}, {"shape", o.shape}});
     }
     j["namespace"]["opaque_layers"] = std::move(arr);
   }
@@ -285,7 +289,7 @@ std::string WriteExportManifest(NamespaceId ns, const NamespaceSpec& spec, const
                       {"kind", std::string(KindName(l.kind))},
                       {"file", files[i]},
                       {"bytes", l.bytes},
-                      {"xxh3", Hex64(l.xxh3)}});
+                      {"xxh3", Hex64(xxh3[i])}});
   }
   j["layers"] = std::move(layers);
   return j.dump(2) + "\n";

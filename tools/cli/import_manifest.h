@@ -59,9 +59,11 @@ uint64_t MaxBlobBytes(Kind kind, const NamespaceSpec& spec, uint64_t max_opaque)
 Result<ImportPlan> ParseImportManifest(std::string_view json,
                                        uint64_t max_layer_bytes = kDefaultMaxLayerBytes);
 
-// The manifest.json text for a snapshot (export's side).
+// The manifest.json text for a snapshot (export's side): files[i] holds
+// layer i's blob, whose plain XXH3-64 is xxh3[i].
 std::string WriteExportManifest(NamespaceId ns, const NamespaceSpec& spec, const Prefix& prefix,
-                                const Manifest& manifest, const std::vector<std::string>& files);
+                                const Manifest& manifest, const std::vector<std::string>& files,
+                                const std::vector<uint64_t>& xxh3);
 
 // Names for kinds in manifest.json: "QSA", "DSA", "opaque".
 std::optional<Kind> KindFromName(std::string_view name);

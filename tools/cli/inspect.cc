@@ -1,7 +1,9 @@
 #include "tools/cli/inspect.h"
 
+#include <chrono>
 #include <cstdio>
-
+#include <numeric>
+#include <thread>
 
 namespace auxstore::cli {
 namespace {
@@ -13,6 +15,21 @@ Result<std::unique_ptr<Store>> OpenReadOnly(const std::string& path) {
 }
 
 }  // namespace
+
+uint64_t SharedBytes(const Manifest& m, const LayerEntry& l) {
+  const uint64_t page_bytes = uint64_t{m.page_tokens} *
+                              std::accumulate(l.row_bytes.begin(), l.row_bytes.end(), uint64_t{0});
+  uint64_t n = 0;
+  for (const PageRun& r : l.runs)
+    if (r.owner != m.put_id) n += uint64_t{r.pages} * page_bytes;
+  return n;
+}
+
+uint64_t SharedBytes(const Manifest& m) {
+  uint64_t n = 0;
+  for (const LayerEntry& l : m.layers) n += SharedBytes(m, l);
+  return n;
+}
 
 std::string NamespaceHex(NamespaceId ns) {
   char b[17];
@@ -52,7 +69,13 @@ Result<StoreSummary> SummarizeStore(const std::string& path) {
     s.payload_bytes += i.manifest.payload_bytes();
     return true;
   }));
+  // Unique bytes come from the store's index, which loads in the
+  // background; an offline tool can wait for it.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!store->Stats().index_ready && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   const StoreStats st = store->Stats();
+  s.unique_bytes = st.unique_bytes;
   s.commit_seq = st.commit_seq;
   s.durable_watermark = st.durable_watermark;
   s.quarantines = st.quarantines;

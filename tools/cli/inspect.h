@@ -19,7 +19,8 @@ struct NamespaceTotals {
 struct StoreSummary {
   std::map<NamespaceId, NamespaceTotals> namespaces;
   uint64_t snapshots = 0, payload_bytes = 0;
-  uint64_t disk_bytes = 0;  // the store directory
+  uint64_t unique_bytes = 0;  // stored, each shared page once
+  uint64_t disk_bytes = 0;    // the store directory
   uint64_t commit_seq = 0, durable_watermark = 0, quarantines = 0;
   StoreStats stats;  // the handle's, with snapshots and payload bytes counted here
 };
@@ -40,6 +41,11 @@ Result<SnapshotDetail> FindSnapshot(Store& store, const Prefix& prefix,
                                     std::optional<NamespaceId> ns);
 Result<SnapshotDetail> InspectSnapshot(const std::string& path, const Prefix& prefix,
                                        std::optional<NamespaceId> ns);
+
+// Bytes of a snapshot (or of one of its layers) held in pages an earlier
+// put stored: what it shares rather than stores.
+uint64_t SharedBytes(const Manifest& m, const LayerEntry& l);
+uint64_t SharedBytes(const Manifest& m);
 
 // A namespace id as 16 hex digits, and back (InvalidArgument when malformed).
 std::string NamespaceHex(NamespaceId ns);
