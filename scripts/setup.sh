@@ -10,7 +10,15 @@ packages=(
   libgtest-dev googletest libgmock-dev
   libcli11-dev nlohmann-json3-dev
   clang clang-format libclang-rt-14-dev
+  # the Python binding (bindings/python), built for Debian's /usr/bin/python3
+  python3-dev pybind11-dev python3-pybind11
+  python3-numpy python3-pytest python3-prometheus-client
 )
+# The Rust binding (bindings/rust): Debian's cargo and rustc, unless a Rust
+# toolchain (rustup's) is already there. Its crates need nothing else.
+if ! command -v cargo >/dev/null 2>&1 && [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" ]; then
+  packages+=(cargo rustc)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,539 @@
+// auxstore.Backend (host or CUDA; device memory and streams as integers) and
+// auxstore.State (one layer's device state, auxstore's or engine-owned).
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "common.h"
+
+namespace auxpy {
+
+namespace {
+
+int ToBackendKind(py::handle k) {
+  if (py::isinstance<py::str>(k)) {
+    const std::string s = k.cast<std::string>();
+    if (s == "auto") return AUXSTORE_BACKEND_AUTO;
+    if (s == "host") return AUXSTORE_BACKEND_HOST;
+    if (s == "cuda") return AUXSTORE_BACKEND_CUDA;
+    throw py::value_error("backend kind '" + s + "' is not 'auto', 'host' or 'cuda'");
+  }
+  return k.cast<int>();
+}
+
+std::shared_ptr<State> MakeState(const std::shared_ptr<Backend>& b, auxstore_state_t* s) {
+  auto st = std::make_shared<State>(b, s);
+  b->AddState(st);
+  return st;
+}
+
+// Creates a state with `create(backend, &out, errmsg)`, GIL released.
+template <typename Create>
+std::shared_ptr<State> NewState(const std::shared_ptr<Backend>& b, Create&& create) {
+  auxstore_state_t* out = nullptr;
+  {
+    py::gil_scoped_release release;
+    b->With([&](auxstore_backend_t* be) { Check([&](char** e) { return create(be, &out, e); }); });
+  }
+  return MakeState(b, out);
+}
+
+const char* KindName(int kind) {
+  switch (kind) {
+    case AUXSTORE_KIND_QSA:
+      return "qsa";
+    case AUXSTORE_KIND_DSA:
+      return "dsa";
+    case AUXSTORE_KIND_OPAQUE:
+      return "opaque";
+  }
+  return "?";
+}
+
+}  // namespace
+
+// ---- Backend ----------------------------------------------------------------------
+
+Backend::Backend(py::object kind, py::object device) {
+  ForbidInLogCallback();
+  const int k = ToBackendKind(kind);
+  auxstore_backend_t* b = nullptr;
+  const std::optional<int> dev =
+      device.is_none() ? std::nullopt : std::optional<int>(device.cast<int>());
+  py::gil_scoped_release release;
+  Check([&](char** e) {
+    return dev ? auxstore_backend_create_on_device(k, *dev, &b, e)
+               : auxstore_backend_create(k, &b, e);
+  });
+  b_ = b;
+}
+
+Backend::~Backend() {
+  WithoutGil([&] { CloseNoGil(); });
+  std::vector<std::pair<uint64_t, py::object>> kept;
+  {
+    std::lock_guard lk(kept_mu_);
+    kept.swap(kept_);
+  }
+  if (!kept.empty() && !WithGil([&] { kept.clear(); })) {
+    for (auto& k : kept) k.second.release();  // the interpreter is gone: leak
+  }
+}
+
+void Backend::CloseNoGil() {
+  std::unique_lock lk(mu_);
+  deferred_.Wait();
+  if (b_ == nullptr) return;
+  // The C ABI's teardown order: pipelines (their restore handles first), then
+  // states, then the backend.
+  for (auto& p : pipelines_.Take()) p->CloseNoGil();
+  for (auto& s : states_.Take()) s->CloseNoGil();
+  auxstore_backend_destroy(b_);
+  b_ = nullptr;
+}
+
+void Backend::Close() {
+  ForbidBlockingInCallback("Backend.close");
+  {
+    py::gil_scoped_release release;
+    CloseNoGil();
+  }
+  std::vector<std::pair<uint64_t, py::object>> kept;
+  std::lock_guard lk(kept_mu_);
+  kept.swap(kept_);
+}
+
+bool Backend::closed() {
+  bool c = false;
+  WithoutGil([&] {
+    std::shared_lock<std::shared_mutex> lk(mu_, std::defer_lock);
+    if (t_done_callback > 0 ? !lk.try_lock() : (lk.lock(), false)) {
+      c = true;  // being closed
+      return;
+    }
+    c = b_ == nullptr;
+  });
+  return c;
+}
+
+std::shared_lock<std::shared_mutex> Backend::LockOpen() {
+  ForbidInLogCallback();
+  auto lk = LockShared(mu_, "backend");
+  if (b_ == nullptr) throw py::value_error("the backend is closed");
+  return lk;
+}
+
+int Backend::kind() {
+  py::gil_scoped_release release;
+  return With([](auxstore_backend_t* b) { return auxstore_backend_kind(b); });
+}
+int Backend::device() {
+  py::gil_scoped_release release;
+  return With([](auxstore_backend_t* b) { return auxstore_backend_device(b); });
+}
+std::string Backend::name() {
+  py::gil_scoped_release release;
+  return With([](auxstore_backend_t* b) { return std::string(auxstore_backend_name(b)); });
+}
+
+void Backend::KeepUntilSynced(uint64_t stream, py::object keeper) {
+  std::lock_guard lk(kept_mu_);
+  kept_.emplace_back(stream, std::move(keeper));
+}
+
+void Backend::DropKept(uint64_t stream) {
+  std::vector<py::object> dropped;  // decref'd after the lock, with the GIL
+  std::lock_guard lk(kept_mu_);
+  for (auto it = kept_.begin(); it != kept_.end();) {
+    if (it->first == stream) {
+      dropped.push_back(std::move(it->second));
+      it = kept_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+// ---- State ------------------------------------------------------------------------
+
+State::~State() { CloseNoGil(); }
+
+void State::CloseNoGil() {
+  std::unique_lock lk(mu_);
+  // A restore owns its targets until its done callback ran.
+  cv_.wait(lk, [&] { return busy_ == 0; });
+  if (s_ == nullptr) return;
+  (void)auxstore_state_release(s_, nullptr);  // the handle is gone even on an error
+  s_ = nullptr;
+}
+
+void State::Close() {
+  ForbidInLogCallback();
+  py::gil_scoped_release release;
+  CloseNoGil();
+}
+
+bool State::closed() {
+  bool c = false;
+  WithoutGil([&] {
+    std::lock_guard lk(mu_);
+    c = s_ == nullptr;
+  });
+  return c;
+}
+
+auxstore_state_t* State::BeginRestore() {
+  std::lock_guard lk(mu_);
+  if (s_ == nullptr) throw py::value_error("a restore target state is closed");
+  if (busy_ != 0) {
+    throw std::runtime_error(
+        "a restore target is already owned by a running restore (or appears twice)");
+  }
+  busy_ = 1;
+  return s_;
+}
+
+void State::EndRestore() {
+  {
+    std::lock_guard lk(mu_);
+    busy_ = 0;
+  }
+  cv_.notify_all();
+}
+
+std::unique_lock<std::mutex> State::LockIdle(auxstore_state_t** out) {
+  std::unique_lock lk(mu_);
+  cv_.wait(lk, [&] { return busy_ == 0; });
+  if (s_ == nullptr) throw py::value_error("a snapshot source state is closed");
+  *out = s_;
+  return lk;
+}
+
+// ---- bindings ------------------------------------------------------------------------
+
+void RegisterDevice(py::module_& m) {
+  py::class_<Backend, std::shared_ptr<Backend>> backend(
+      m, "Backend",
+      "A host or CUDA backend (auxstore_backend_create). Device addresses and streams are "
+      "integers: on CUDA a CUdeviceptr (torch.Tensor.data_ptr()) and a cudaStream_t "
+      "(torch.cuda.Stream().cuda_stream); on the host backend memory from alloc() and "
+      "streams from create_stream(). A context manager.");
+  backend
+      .def(py::init<py::object, py::object>(), py::arg("kind") = "auto", py::kw_only(),
+           py::arg("device") = py::none(),
+           "kind: 'auto' (CUDA when built and present, else host), 'host', 'cuda' or "
+           "BACKEND_*; device: a CUDA device index (None: the current device).")
+      .def("close", &Backend::Close, "Closes it, with its pipelines and states first.")
+      .def_property_readonly("closed", &Backend::closed)
+      .def_property_readonly("kind", &Backend::kind)
+      .def_property_readonly("device", &Backend::device)
+      .def_property_readonly("name", &Backend::name)
+      .def("__enter__", [](std::shared_ptr<Backend> b) { return b; })
+      .def("__exit__", [](Backend& b, py::args) { b.Close(); })
+      .def("__repr__", [](Backend& b) {
+        return b.closed() ? std::string("<auxstore.Backend closed>")
+                          : "<auxstore.Backend " + b.name() + ">";
+      });
+
+  backend.def(
+      "alloc",
+      [](Backend& b, size_t nbytes) {
+        uint64_t ptr = 0;
+        py::gil_scoped_release release;
+        b.With([&](auxstore_backend_t* be) {
+          Check([&](char** e) { return auxstore_device_alloc(be, nbytes, &ptr, e); });
+        });
+        return ptr;
+      },
+      py::arg("nbytes"), "Device memory (an integer address); free it with free().");
+  backend.def(
+      "free",
+      [](Backend& b, uint64_t ptr) {
+        py::gil_scoped_release release;
+        b.With([&](auxstore_backend_t* be) {
+          Check([&](char** e) { return auxstore_device_free(be, ptr, e); });
+        });
+      },
+      py::arg("ptr"));
+  backend.def(
+      "copy_h2d",
+      [](Backend& b, uint64_t ptr, py::handle src, uint64_t stream, uint64_t offset) {
+        Buffer s(src, false, "src");
+        {
+          py::gil_scoped_release release;
+          b.With([&](auxstore_backend_t* be) {
+            Check([&](char** e) {
+              return auxstore_device_copy_h2d(be, ptr, offset, s.ptr(), s.len(), stream, e);
+            });
+          });
+        }
+        // The copy reads `src` asynchronously: keep it until the stream is synchronized.
+        b.KeepUntilSynced(stream, s.Keeper());
+      },
+      py::arg("ptr"), py::arg("src"), py::kw_only(), py::arg("stream"), py::arg("offset") = 0,
+      "Copies the host buffer `src` to ptr+offset asynchronously on `stream`; `src` is kept "
+      "referenced (and exported, so it cannot be resized) until synchronize(stream).");
+  backend.def(
+      "copy_d2h",
+      [](Backend& b, py::handle dst, uint64_t ptr, uint64_t stream, uint64_t offset,
+         py::object nbytes) {
+        Buffer d(dst, true, "dst");
+        const size_t n = nbytes.is_none() ? d.len() : nbytes.cast<size_t>();
+        if (n > d.len()) throw py::value_error("nbytes is more than dst holds");
+        py::gil_scoped_release release;
+        b.With([&](auxstore_backend_t* be) {
+          Check([&](char** e) {
+            return auxstore_device_copy_d2h(be, d.ptr(), ptr, offset, n, stream, e);
+          });
+        });
+      },
+      py::arg("dst"), py::arg("ptr"), py::kw_only(), py::arg("stream"), py::arg("offset") = 0,
+      py::arg("nbytes") = py::none(),
+      "Copies ptr+offset into the writable buffer `dst` (all of it, or nbytes) after the "
+      "stream's earlier work; returns once the bytes are there.");
+  backend.def(
+      "read",
+      [](Backend& b, uint64_t ptr, size_t nbytes, uint64_t stream, uint64_t offset) {
+        py::bytearray out(std::string(nbytes, '\0'));
+        Buffer d(out, true, "out");
+        {
+          py::gil_scoped_release release;
+          b.With([&](auxstore_backend_t* be) {
+            Check([&](char** e) {
+              return auxstore_device_copy_d2h(be, d.ptr(), ptr, offset, nbytes, stream, e);
+            });
+          });
+        }
+        return out;
+      },
+      py::arg("ptr"), py::arg("nbytes"), py::kw_only(), py::arg("stream"), py::arg("offset") = 0,
+      "copy_d2h into a new bytearray.");
+  backend.def(
+      "create_stream",
+      [](Backend& b) {
+        uint64_t s = 0;
+        py::gil_scoped_release release;
+        b.With([&](auxstore_backend_t* be) {
+          Check([&](char** e) { return auxstore_stream_create(be, &s, e); });
+        });
+        return s;
+      },
+      "A new stream (non-blocking on CUDA), as an integer.");
+  backend.def(
+      "destroy_stream",
+      [](Backend& b, uint64_t stream) {
+        {
+          py::gil_scoped_release release;
+          b.With([&](auxstore_backend_t* be) {
+            Check([&](char** e) { return auxstore_stream_destroy(be, stream, e); });
+          });
+        }
+        b.DropKept(stream);
+      },
+      py::arg("stream"), "Waits for the stream's work, then destroys it.");
+  backend.def(
+      "synchronize",
+      [](Backend& b, uint64_t stream) {
+        {
+          py::gil_scoped_release release;
+          b.With([&](auxstore_backend_t* be) {
+            Check([&](char** e) { return auxstore_stream_synchronize(be, stream, e); });
+          });
+        }
+        b.DropKept(stream);
+      },
+      py::arg("stream"), "Waits for the stream's work.");
+
+  // States auxstore allocates.
+  backend.def(
+      "qsa_state",
+      [](std::shared_ptr<Backend> b, const auxstore_geometry_t& g, py::handle k_pool_k,
+         py::handle k_norm_w) {
+        Buffer q(k_pool_k, false, "k_pool_k"), w(k_norm_w, false, "k_norm_w");
+        if (q.len() < size_t{g.qsa_hd} * 2 || w.len() < size_t{g.qsa_hd} * 2) {
+          throw py::value_error("k_pool_k and k_norm_w must hold qsa_hd bf16 values each");
+        }
+        return NewState(b, [&](auxstore_backend_t* be, auxstore_state_t** out, char** e) {
+          return auxstore_qsa_state_create(be, &g, q.ptr(), w.ptr(), out, e);
+        });
+      },
+      py::arg("geometry"), py::arg("k_pool_k"), py::arg("k_norm_w"),
+      "A fresh QSA state; the layer weights (host buffers of qsa_hd bf16 each) are copied to "
+      "the device.");
+  backend.def(
+      "dsa_state",
+      [](std::shared_ptr<Backend> b, const auxstore_geometry_t& g) {
+        return NewState(b, [&](auxstore_backend_t* be, auxstore_state_t** out, char** e) {
+          return auxstore_dsa_state_create(be, &g, out, e);
+        });
+      },
+      py::arg("geometry"), "A fresh DSA state.");
+  backend.def(
+      "opaque_state",
+      [](std::shared_ptr<Backend> b, uint64_t capacity) {
+        return NewState(b, [&](auxstore_backend_t* be, auxstore_state_t** out, char** e) {
+          return auxstore_opaque_state_create(be, capacity, out, e);
+        });
+      },
+      py::arg("capacity"), "A fresh opaque state holding up to `capacity` bytes.");
+
+  // Engine-owned (borrowed) states: the buffers are integer device addresses.
+  backend.def(
+      "borrow_qsa",
+      [](std::shared_ptr<Backend> b, const auxstore_geometry_t& g, uint64_t raw_keys,
+         uint64_t raw_keys_bytes, uint64_t block_keys, uint64_t block_keys_bytes, uint64_t k_pool_k,
+         uint64_t k_norm_w, uint64_t ingested, uint64_t pooled) {
+        const auxstore_qsa_buffers_t buf{raw_keys,         raw_keys_bytes, block_keys,
+                                         block_keys_bytes, k_pool_k,       k_norm_w};
+        return NewState(b, [&](auxstore_backend_t* be, auxstore_state_t** out, char** e) {
+          return auxstore_qsa_state_borrow(be, &g, &buf, ingested, pooled, out, e);
+        });
+      },
+      py::arg("geometry"), py::kw_only(), py::arg("raw_keys"), py::arg("raw_keys_bytes"),
+      py::arg("block_keys"), py::arg("block_keys_bytes"), py::arg("k_pool_k"), py::arg("k_norm_w"),
+      py::arg("ingested") = 0, py::arg("pooled") = 0,
+      "Wraps the engine's QSA buffers (device addresses) and counters; auxstore never frees "
+      "them.");
+  backend.def(
+      "borrow_dsa",
+      [](std::shared_ptr<Backend> b, const auxstore_geometry_t& g, uint64_t capacity_rows,
+         uint64_t k_normed, uint64_t k_normed_bytes, uint64_t gate, uint64_t gate_bytes,
+         uint64_t valid, uint64_t valid_bytes, uint64_t len) {
+        const auxstore_dsa_buffers_t buf{capacity_rows, k_normed, k_normed_bytes, gate,
+                                         gate_bytes,    valid,    valid_bytes};
+        return NewState(b, [&](auxstore_backend_t* be, auxstore_state_t** out, char** e) {
+          return auxstore_dsa_state_borrow(be, &g, &buf, len, out, e);
+        });
+      },
+      py::arg("geometry"), py::kw_only(), py::arg("capacity_rows"), py::arg("k_normed"),
+      py::arg("k_normed_bytes"), py::arg("gate"), py::arg("gate_bytes"), py::arg("valid"),
+      py::arg("valid_bytes"), py::arg("len") = 0, "Wraps the engine's DSA buffers.");
+  backend.def(
+      "borrow_opaque",
+      [](std::shared_ptr<Backend> b, uint64_t buffer, uint64_t capacity, uint64_t size) {
+        return NewState(b, [&](auxstore_backend_t* be, auxstore_state_t** out, char** e) {
+          return auxstore_opaque_state_borrow(be, buffer, capacity, size, out, e);
+        });
+      },
+      py::arg("buffer"), py::kw_only(), py::arg("capacity"), py::arg("size") = 0,
+      "Wraps the engine's opaque buffer.");
+
+  py::class_<State, std::shared_ptr<State>>(
+      m, "State",
+      "One layer's device state (auxstore_state_t). A context manager: release() on exit "
+      "(frees auxstore's device memory; an engine-owned state's buffers stay the engine's). "
+      "While it is a running restore's target, every call on it waits for the restore.")
+      .def("release", &State::Close)
+      .def("close", &State::Close)
+      .def_property_readonly("closed", &State::closed)
+      .def("__enter__", [](std::shared_ptr<State> s) { return s; })
+      .def("__exit__", [](State& s, py::args) { s.Close(); })
+      .def_property_readonly(
+          "kind",
+          [](State& s) {
+            py::gil_scoped_release release;
+            return s.With([](auxstore_state_t* st) { return auxstore_state_kind(st); });
+          })
+      .def_property_readonly(
+          "kind_name",
+          [](State& s) {
+            int k;
+            {
+              py::gil_scoped_release release;
+              k = s.With([](auxstore_state_t* st) { return auxstore_state_kind(st); });
+            }
+            return std::string(KindName(k));
+          })
+      .def_property_readonly(
+          "borrowed",
+          [](State& s) {
+            py::gil_scoped_release release;
+            return s.With([](auxstore_state_t* st) { return auxstore_state_is_borrowed(st) == 1; });
+          })
+      .def_property_readonly(
+          "buffers",
+          [](State& s) {
+            uint64_t ptrs[3] = {0, 0, 0};
+            size_t n = 0;
+            {
+              py::gil_scoped_release release;
+              s.With([&](auxstore_state_t* st) {
+                Check([&](char** e) { return auxstore_state_buffers(st, ptrs, &n, e); });
+              });
+            }
+            return std::vector<uint64_t>(ptrs, ptrs + n);
+          },
+          "Device addresses: QSA (raw_keys, block_keys), DSA (k_normed, gate, valid), opaque "
+          "(buffer,).")
+      .def_property_readonly(
+          "counters",
+          [](State& s) {
+            uint64_t c = 0, p = 0;
+            {
+              py::gil_scoped_release release;
+              s.With([&](auxstore_state_t* st) {
+                Check([&](char** e) { return auxstore_state_counters(st, &c, &p, e); });
+              });
+            }
+            return py::make_tuple(c, p);
+          },
+          "(count, pooled): QSA ingested / DSA len / opaque size, and QSA pooled blocks.")
+      .def(
+          "set_counters",
+          [](State& s, uint64_t count, uint64_t pooled) {
+            py::gil_scoped_release release;
+            s.With([&](auxstore_state_t* st) {
+              Check([&](char** e) { return auxstore_state_set_counters(st, count, pooled, e); });
+            });
+          },
+          py::arg("count"), py::arg("pooled") = 0,
+          "Reports what the engine's own kernels wrote (QSA ingested/pooled, DSA len, opaque "
+          "size).")
+      .def(
+          "load",
+          [](State& s, py::handle blob) {
+            Buffer b(blob, false, "blob");
+            py::gil_scoped_release release;
+            s.With([&](auxstore_state_t* st) {
+              Check([&](char** e) { return auxstore_state_load(st, b.ptr(), b.len(), e); });
+            });
+          },
+          py::arg("blob"), "Fills a fresh state from a blob of its kind, synchronously.")
+      .def(
+          "read",
+          [](State& s) {
+            void* data = nullptr;
+            size_t size = 0;
+            {
+              py::gil_scoped_release release;
+              s.With([&](auxstore_state_t* st) {
+                Check([&](char** e) { return auxstore_state_read(st, &data, &size, e); });
+              });
+            }
+            return OwnedView(data, size);
+          },
+          "The state's current blob (what a snapshot holds), as a memoryview.")
+      .def(
+          "read_block_keys",
+          [](State& s) {
+            void* data = nullptr;
+            size_t size = 0;
+            {
+              py::gil_scoped_release release;
+              s.With([&](auxstore_state_t* st) {
+                Check([&](char** e) {
+                  return auxstore_qsa_state_read_block_keys(st, &data, &size, e);
+                });
+              });
+            }
+            return OwnedView(data, size);
+          },
+          "A QSA state's pooled block keys (pooled * qsa_hd bf16), as a memoryview.")
+      .def("__repr__", [](State& s) {
+        if (s.closed()) return std::string("<auxstore.State closed>");
+        return std::string("<auxstore.State>");
+      });
+}
+
+}  // namespace auxpy

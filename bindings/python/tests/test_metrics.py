@@ -1,0 +1,116 @@
+"""The prometheus_client collector, checked with prometheus_client's own parser."""
+
+import pytest
+
+prometheus_client = pytest.importorskip(
+    "prometheus_client", reason="apt-get install python3-prometheus-client")
+from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+
+import auxstore  # noqa: E402
+from conftest import GEOMETRY, prefix, random_bytes  # noqa: E402
+
+STORE_FAMILIES = {
+    "auxstore_snapshots": "gauge", "auxstore_payload_bytes": "gauge",
+    "auxstore_capacity_bytes": "gauge", "auxstore_lookups": "counter",
+    "auxstore_puts": "counter", "auxstore_duplicate_puts": "counter",
+    "auxstore_written_bytes": "counter", "auxstore_read_bytes": "counter",
+    "auxstore_evictions": "counter", "auxstore_expirations": "counter",
+    "auxstore_quarantines": "counter", "auxstore_orphans_removed": "counter",
+    "auxstore_commit_seq": "gauge", "auxstore_durable_watermark": "gauge",
+    "auxstore_lost_commits_at_open": "gauge", "auxstore_leases": "gauge",
+    "auxstore_fenced": "gauge", "auxstore_index_ready": "gauge",
+}
+PIPELINE_FAMILIES = {
+    "auxstore_restores": "counter", "auxstore_restores_cancelled": "counter",
+    "auxstore_restores_running": "gauge", "auxstore_restored_bytes": "counter",
+    "auxstore_snapshots": "counter", "auxstore_snapshotted_bytes": "counter",
+    "auxstore_staging_waits": "counter", "auxstore_restore_latency_seconds": "histogram",
+    "auxstore_restore_throughput_bytes_per_second": "histogram",
+}
+
+
+def samples(text):
+    """{(sample name, frozenset(labels)): value} of an exposition, parsed."""
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out
+
+
+def scrape(registry):
+    return generate_latest(registry).decode()
+
+
+def test_collector_in_the_engines_registry(store, ns, backend, weights):
+    for i in range(3):
+        store.put(ns, prefix(i), 16, [(2, "opaque", random_bytes(1000, i))])
+    store.longest_prefix(ns, [prefix(0)])
+    store.longest_prefix(ns, [prefix(9)])
+    with auxstore.Pipeline(store, backend, staging_bytes=64 * 1024) as p:
+        for i in range(2):
+            with backend.opaque_state(1000) as t:
+                p.restore_wait(ns, prefix(i), {2: t})
+        registry = CollectorRegistry()
+        registry.register(auxstore.Collector(store, pipeline=p,
+                                             labels={"instance": 'engine "0"\\a'}))
+        text = scrape(registry)
+        families = {}
+        for fam in text_string_to_metric_families(text):
+            families.setdefault(fam.name, set()).add(fam.type)
+        for name, typ in list(STORE_FAMILIES.items()) + list(PIPELINE_FAMILIES.items()):
+            assert typ in families.get(name, set()), (name, typ, families.get(name))
+        got = samples(text)
+        inst = ("instance", 'engine "0"\\a')  # escaped on the way out, unescaped by the parser
+        st, ps = store.stats(), p.stats()
+        assert got[("auxstore_snapshots", frozenset([inst]))] == st.snapshots == 3
+        assert got[("auxstore_payload_bytes", frozenset([inst]))] == 3000
+        assert got[("auxstore_puts_total", frozenset([inst]))] == 3
+        assert got[("auxstore_lookups_total", frozenset([inst, ("result", "hit")]))] == st.hits
+        assert got[("auxstore_lookups_total", frozenset([inst, ("result", "miss")]))] == st.misses
+        assert got[("auxstore_index_ready", frozenset([inst]))] == 1
+        assert got[("auxstore_restores_total", frozenset([inst, ("result", "ok")]))] == 2
+        assert got[("auxstore_restored_bytes_total", frozenset([inst]))] == ps.bytes_restored
+        assert got[("auxstore_restore_latency_seconds_count", frozenset([inst]))] == 2
+        assert got[("auxstore_restore_latency_seconds_bucket",
+                    frozenset([inst, ("le", "+Inf")]))] == 2
+        assert got[("auxstore_restore_latency_seconds_sum", frozenset([inst]))] == pytest.approx(
+            ps.restore_latency_us_sum * 1e-6)
+        assert got[("auxstore_restore_throughput_bytes_per_second_count",
+                    frozenset([inst]))] == 2
+        # Histogram buckets are cumulative and end at the count.
+        buckets = sorted((float(dict(k[1])["le"]), v) for k, v in got.items()
+                         if k[0] == "auxstore_restore_latency_seconds_bucket")
+        assert [v for _, v in buckets] == sorted(v for _, v in buckets)
+        assert len(buckets) == auxstore.LATENCY_BUCKETS
+        assert got[("auxstore_snapshots_total",
+                    frozenset([inst, ("result", "shed")]))] == ps.snapshots_shed
+    # The pipeline closed: the store's metrics only; then nothing once closed.
+    text = scrape(registry)
+    assert "auxstore_restores_total" not in text and "auxstore_snapshots{" in text
+    store.close()
+    assert "auxstore_" not in scrape(registry)
+
+
+def test_metrics_text_matches_the_c_exposition(store, ns):
+    store.put(ns, prefix(1), 1, [(2, "opaque", b"abc")])
+    raw = store.metrics_text(labels={"a": "b"})
+    assert raw == auxstore.metrics_text(store, None, 'a="b"')
+    c = auxstore.Collector(store, labels={"a": "b"})
+    assert c.text() == raw
+    assert samples(raw) == {k: v for fam in c.collect() for k, v in
+                            (((s.name, frozenset(s.labels.items())), s.value)
+                             for s in fam.samples)}
+    assert "auxstore_snapshots{a=\"b\"} 1" in raw
+
+
+def test_collector_arguments(store):
+    with pytest.raises(ValueError):
+        auxstore.Collector()
+    with pytest.raises(ValueError, match="label name"):
+        auxstore.Collector(store, labels={"bad-name": "x"})
+    with pytest.raises(TypeError):
+        auxstore.Collector("not a store")
+    with pytest.raises(ValueError, match="label name"):
+        store.metrics_text(labels={"0x": "y"})

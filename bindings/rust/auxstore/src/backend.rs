@@ -1,0 +1,492 @@
+//! Backends (host or CUDA), device memory and streams.
+use crate::error::{check, Error, Result};
+use crate::state::State;
+use crate::sys;
+use crate::types::BackendKind;
+use std::ffi::CStr;
+use std::marker::PhantomData;
+use std::os::raw::c_void;
+use std::ptr::{self, NonNull};
+
+/// A host or CUDA backend (`auxstore_backend_t`), bound to one device.
+/// `Send + Sync` (the C handle is thread-safe). Everything made from it —
+/// device buffers, streams, states, pipelines — borrows it, so it is
+/// destroyed only after all of them.
+pub struct Backend {
+    raw: NonNull<sys::auxstore_backend_t>,
+}
+
+// SAFETY: docs/c-abi.md, "Thread safety": auxstore_backend_t is thread-safe
+// except for destroy, which takes `self` by value here.
+unsafe impl Send for Backend {}
+unsafe impl Sync for Backend {}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Backend({})", self.name())
+    }
+}
+
+impl Backend {
+    /// `Auto`: CUDA when built and a device is present, else host. `Cuda`
+    /// without one: `Unavailable`. Bound to the calling thread's current
+    /// CUDA device.
+    pub fn new(kind: BackendKind) -> Result<Backend> {
+        let mut raw = ptr::null_mut();
+        check(|e| unsafe { sys::auxstore_backend_create(kind.to_c(), &mut raw, e) })?;
+        Ok(Backend { raw: NonNull::new(raw).expect("auxstore_backend_create returned OK and NULL") })
+    }
+
+    /// The same, bound to CUDA device `device` (`InvalidArgument` for an
+    /// index that does not exist; the host backend ignores it).
+    pub fn on_device(kind: BackendKind, device: i32) -> Result<Backend> {
+        let mut raw = ptr::null_mut();
+        check(|e| unsafe { sys::auxstore_backend_create_on_device(kind.to_c(), device, &mut raw, e) })?;
+        Ok(Backend { raw: NonNull::new(raw).expect("auxstore_backend_create_on_device returned OK and NULL") })
+    }
+
+    /// The host backend.
+    pub fn host() -> Result<Backend> {
+        Backend::new(BackendKind::Host)
+    }
+
+    /// `Host` or `Cuda`.
+    pub fn kind(&self) -> BackendKind {
+        match unsafe { sys::auxstore_backend_kind(self.as_raw()) } {
+            sys::AUXSTORE_BACKEND_CUDA => BackendKind::Cuda,
+            _ => BackendKind::Host,
+        }
+    }
+
+    /// The device index (0 for host).
+    pub fn device(&self) -> i32 {
+        unsafe { sys::auxstore_backend_device(self.as_raw()) }
+    }
+
+    /// "host" or "cuda:<device>".
+    pub fn name(&self) -> &str {
+        // SAFETY: valid (and unchanged) while the backend lives.
+        unsafe { CStr::from_ptr(sys::auxstore_backend_name(self.as_raw())) }.to_str().unwrap_or("")
+    }
+
+    /// The raw handle, for calls into `auxstore_sys` (valid while `self` is).
+    pub fn as_raw(&self) -> *mut sys::auxstore_backend_t {
+        self.raw.as_ptr()
+    }
+
+    /// `bytes` of device memory (on the host backend: host memory the
+    /// backend checks every copy against), freed when the buffer drops.
+    pub fn alloc(&self, bytes: usize) -> Result<DeviceBuffer<'_>> {
+        let mut p = 0u64;
+        check(|e| unsafe { sys::auxstore_device_alloc(self.as_raw(), bytes, &mut p, e) })?;
+        Ok(DeviceBuffer { backend: self, ptr: p, len: bytes })
+    }
+
+    /// A new stream (non-blocking on CUDA; an in-order executor on host),
+    /// destroyed (after its work) when dropped.
+    pub fn create_stream(&self) -> Result<Stream<'_>> {
+        let mut s = 0u64;
+        check(|e| unsafe { sys::auxstore_stream_create(self.as_raw(), &mut s, e) })?;
+        Ok(Stream { backend: self, id: s })
+    }
+
+    /// Waits for the stream's work.
+    pub fn synchronize<'s>(&self, stream: impl Into<StreamRef<'s>>) -> Result<()> {
+        let s = self.own_stream(stream.into(), "auxstore::Backend::synchronize")?;
+        check(|e| unsafe { sys::auxstore_stream_synchronize(self.as_raw(), s, e) })
+    }
+
+    pub(crate) fn own_stream(&self, s: StreamRef<'_>, what: &str) -> Result<u64> {
+        if !s.backend.is_null() && !std::ptr::eq(s.backend, self.as_raw()) {
+            return Err(Error::invalid(format!("{what}: the stream belongs to another backend")));
+        }
+        Ok(s.id)
+    }
+
+    /// Copies host bytes to `ptr + offset`, asynchronously on `stream`.
+    ///
+    /// # Safety
+    /// `ptr` must be device memory of this backend (an engine's own
+    /// `cudaMalloc`'d buffer, or [`DeviceBuffer::into_raw`]) with room for
+    /// the copy, nothing else may use those bytes until the stream passed the
+    /// copy, and `src` must stay alive and unchanged until then.
+    pub unsafe fn copy_h2d_raw(&self, ptr: u64, offset: u64, src: &[u8], stream: StreamRef<'_>) -> Result<()> {
+        let s = self.own_stream(stream, "auxstore::Backend::copy_h2d_raw")?;
+        check(|e| {
+            sys::auxstore_device_copy_h2d(self.as_raw(), ptr, offset, src.as_ptr() as *const c_void, src.len(), s, e)
+        })
+    }
+
+    /// Copies `ptr + offset` to `dst` after the stream's earlier work;
+    /// returns once the bytes are in `dst`.
+    ///
+    /// # Safety
+    /// `ptr` must be device memory of this backend holding
+    /// `offset + dst.len()` bytes.
+    pub unsafe fn copy_d2h_raw(&self, dst: &mut [u8], ptr: u64, offset: u64, stream: StreamRef<'_>) -> Result<()> {
+        let s = self.own_stream(stream, "auxstore::Backend::copy_d2h_raw")?;
+        check(|e| {
+            sys::auxstore_device_copy_d2h(self.as_raw(), dst.as_mut_ptr() as *mut c_void, ptr, offset, dst.len(), s, e)
+        })
+    }
+
+    /// Frees device memory auxstore allocated ([`DeviceBuffer::into_raw`]).
+    ///
+    /// # Safety
+    /// Nothing (no state, no stream work) may still use it.
+    pub unsafe fn free_raw(&self, ptr: u64) -> Result<()> {
+        check(|e| sys::auxstore_device_free(self.as_raw(), ptr, e))
+    }
+
+    /// A fresh QSA state for a layer of `geometry` (its `qsa_*` fields); the
+    /// layer weights `k_pool_k` and `k_norm_w` (`qsa_hd` bf16 values each)
+    /// are copied to the device and owned by the state.
+    pub fn qsa_state(&self, geometry: &crate::Geometry, k_pool_k: &[u16], k_norm_w: &[u16]) -> Result<State<'_>> {
+        let hd = geometry.qsa_hd as usize;
+        if k_pool_k.len() != hd || k_norm_w.len() != hd {
+            return Err(Error::invalid(format!(
+                "auxstore::Backend::qsa_state: k_pool_k has {} values and k_norm_w {}, qsa_hd is {hd}",
+                k_pool_k.len(),
+                k_norm_w.len()
+            )));
+        }
+        let g = geometry.to_c();
+        let mut raw = ptr::null_mut();
+        check(|e| unsafe {
+            sys::auxstore_qsa_state_create(
+                self.as_raw(),
+                &g,
+                k_pool_k.as_ptr() as *const c_void,
+                k_norm_w.as_ptr() as *const c_void,
+                &mut raw,
+                e,
+            )
+        })?;
+        Ok(unsafe { State::from_raw(raw, self) })
+    }
+
+    /// A fresh DSA state (`dsa_index_head_dim`, `dsa_capacity` rows).
+    pub fn dsa_state(&self, geometry: &crate::Geometry) -> Result<State<'_>> {
+        let g = geometry.to_c();
+        let mut raw = ptr::null_mut();
+        check(|e| unsafe { sys::auxstore_dsa_state_create(self.as_raw(), &g, &mut raw, e) })?;
+        Ok(unsafe { State::from_raw(raw, self) })
+    }
+
+    /// A fresh opaque state holding up to `capacity` bytes.
+    pub fn opaque_state(&self, capacity: u64) -> Result<State<'_>> {
+        let mut raw = ptr::null_mut();
+        check(|e| unsafe { sys::auxstore_opaque_state_create(self.as_raw(), capacity, &mut raw, e) })?;
+        Ok(unsafe { State::from_raw(raw, self) })
+    }
+
+    fn same_backend(&self, b: &DeviceBuffer<'_>, what: &str) -> Result<u64> {
+        if b.backend.as_raw() != self.as_raw() {
+            return Err(Error::invalid(format!("{what} was allocated by another backend")));
+        }
+        Ok(b.ptr)
+    }
+
+    /// Wraps engine-owned QSA buffers (allocated from this backend) in a
+    /// borrowed state carrying the engine's counters. The state borrows the
+    /// buffers: they cannot be freed, written or read by the engine while
+    /// it lives, and dropping it never frees them.
+    pub fn borrow_qsa_state<'a>(
+        &'a self,
+        geometry: &crate::Geometry,
+        buffers: QsaBuffers<'a, '_>,
+        ingested: u64,
+        pooled: u64,
+    ) -> Result<State<'a>> {
+        let w = "auxstore::Backend::borrow_qsa_state";
+        let raw = sys::auxstore_qsa_buffers_t {
+            raw_keys: self.same_backend(buffers.raw_keys, &format!("{w}: raw_keys"))?,
+            raw_keys_bytes: buffers.raw_keys.len as u64,
+            block_keys: self.same_backend(buffers.block_keys, &format!("{w}: block_keys"))?,
+            block_keys_bytes: buffers.block_keys.len as u64,
+            k_pool_k: self.same_backend(buffers.k_pool_k, &format!("{w}: k_pool_k"))?,
+            k_norm_w: self.same_backend(buffers.k_norm_w, &format!("{w}: k_norm_w"))?,
+        };
+        let hd = geometry.qsa_hd as usize * 2;
+        if buffers.k_pool_k.len < hd || buffers.k_norm_w.len < hd {
+            return Err(Error::invalid(format!("{w}: the weights need qsa_hd * 2 = {hd} bytes each")));
+        }
+        // SAFETY: the buffers are this backend's, sized as declared, and
+        // borrowed (the raw keys and block keys mutably) for 'a.
+        unsafe { self.borrow_qsa_state_raw(geometry, &raw, ingested, pooled) }
+    }
+
+    /// Wraps engine-owned DSA buffers (allocated from this backend).
+    pub fn borrow_dsa_state<'a>(
+        &'a self,
+        geometry: &crate::Geometry,
+        buffers: DsaBuffers<'a, '_>,
+        len: u64,
+    ) -> Result<State<'a>> {
+        let w = "auxstore::Backend::borrow_dsa_state";
+        let raw = sys::auxstore_dsa_buffers_t {
+            capacity_rows: buffers.capacity_rows,
+            k_normed: self.same_backend(buffers.k_normed, &format!("{w}: k_normed"))?,
+            k_normed_bytes: buffers.k_normed.len as u64,
+            gate: self.same_backend(buffers.gate, &format!("{w}: gate"))?,
+            gate_bytes: buffers.gate.len as u64,
+            valid: self.same_backend(buffers.valid, &format!("{w}: valid"))?,
+            valid_bytes: buffers.valid.len as u64,
+        };
+        // SAFETY: as borrow_qsa_state.
+        unsafe { self.borrow_dsa_state_raw(geometry, &raw, len) }
+    }
+
+    /// Wraps an engine-owned opaque buffer holding `size` bytes of state
+    /// (capacity: the buffer's length).
+    pub fn borrow_opaque_state<'a>(&'a self, buffer: &'a mut DeviceBuffer<'_>, size: u64) -> Result<State<'a>> {
+        let p = self.same_backend(buffer, "auxstore::Backend::borrow_opaque_state: buffer")?;
+        // SAFETY: as borrow_qsa_state.
+        unsafe { self.borrow_opaque_state_raw(p, buffer.len as u64, size) }
+    }
+
+    /// Borrowed QSA state over raw device addresses (an engine's own
+    /// `cudaMalloc`'d buffers). auxstore checks the sizes against the
+    /// geometry.
+    ///
+    /// # Safety
+    /// The addresses must be device memory of this backend with at least the
+    /// declared bytes, and stay allocated — and unused by anything else while
+    /// a restore or snapshot runs on the state — for as long as the state
+    /// lives.
+    pub unsafe fn borrow_qsa_state_raw(
+        &self,
+        geometry: &crate::Geometry,
+        buffers: &sys::auxstore_qsa_buffers_t,
+        ingested: u64,
+        pooled: u64,
+    ) -> Result<State<'_>> {
+        let g = geometry.to_c();
+        let mut raw = ptr::null_mut();
+        check(|e| sys::auxstore_qsa_state_borrow(self.as_raw(), &g, buffers, ingested, pooled, &mut raw, e))?;
+        Ok(State::from_raw(raw, self))
+    }
+
+    /// Borrowed DSA state over raw device addresses.
+    ///
+    /// # Safety
+    /// As [`Backend::borrow_qsa_state_raw`].
+    pub unsafe fn borrow_dsa_state_raw(
+        &self,
+        geometry: &crate::Geometry,
+        buffers: &sys::auxstore_dsa_buffers_t,
+        len: u64,
+    ) -> Result<State<'_>> {
+        let g = geometry.to_c();
+        let mut raw = ptr::null_mut();
+        check(|e| sys::auxstore_dsa_state_borrow(self.as_raw(), &g, buffers, len, &mut raw, e))?;
+        Ok(State::from_raw(raw, self))
+    }
+
+    /// Borrowed opaque state over a raw device address.
+    ///
+    /// # Safety
+    /// As [`Backend::borrow_qsa_state_raw`].
+    pub unsafe fn borrow_opaque_state_raw(&self, buffer: u64, capacity: u64, size: u64) -> Result<State<'_>> {
+        let mut raw = ptr::null_mut();
+        check(|e| sys::auxstore_opaque_state_borrow(self.as_raw(), buffer, capacity, size, &mut raw, e))?;
+        Ok(State::from_raw(raw, self))
+    }
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        // SAFETY: ours; every state, buffer, stream and pipeline borrowed it
+        // and is gone.
+        unsafe { sys::auxstore_backend_destroy(self.raw.as_ptr()) }
+    }
+}
+
+/// An engine's QSA buffers for one layer of one sequence (see
+/// [`Backend::borrow_qsa_state`]): raw keys `>= qsa_max_tokens * qsa_hd * 2`
+/// bytes, block keys `>= qsa_max_tokens / qsa_ratio * qsa_hd * 2`, and the
+/// layer's weights (`qsa_hd` bf16 each; shared by reference, so several
+/// layers' states may use the same weights).
+#[derive(Debug)]
+pub struct QsaBuffers<'a, 'b> {
+    pub raw_keys: &'a mut DeviceBuffer<'b>,
+    pub block_keys: &'a mut DeviceBuffer<'b>,
+    pub k_pool_k: &'a DeviceBuffer<'a>,
+    pub k_norm_w: &'a DeviceBuffer<'a>,
+}
+
+/// An engine's DSA buffers: `capacity_rows` rows each (k_normed and gate
+/// `>= capacity_rows * dsa_index_head_dim * 2` bytes, valid `>=
+/// capacity_rows`).
+#[derive(Debug)]
+pub struct DsaBuffers<'a, 'b> {
+    pub capacity_rows: u64,
+    pub k_normed: &'a mut DeviceBuffer<'b>,
+    pub gate: &'a mut DeviceBuffer<'b>,
+    pub valid: &'a mut DeviceBuffer<'b>,
+}
+
+/// Device memory from [`Backend::alloc`], freed when dropped. Writing needs
+/// `&mut`, so a buffer a state borrows (mutably) cannot be written or read
+/// by anyone else while the state — and any restore into it — lives.
+pub struct DeviceBuffer<'b> {
+    backend: &'b Backend,
+    ptr: u64,
+    len: usize,
+}
+
+impl std::fmt::Debug for DeviceBuffer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceBuffer({:#x}, {} bytes)", self.ptr, self.len)
+    }
+}
+
+impl<'b> DeviceBuffer<'b> {
+    /// The device address.
+    pub fn ptr(&self) -> u64 {
+        self.ptr
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn backend(&self) -> &'b Backend {
+        self.backend
+    }
+
+    fn range(&self, offset: usize, n: usize, what: &str) -> Result<()> {
+        if offset.checked_add(n).map_or(true, |end| end > self.len) {
+            return Err(Error::OutOfRange(format!(
+                "auxstore::DeviceBuffer::{what}: {n} bytes at offset {offset} exceed the buffer's {} bytes",
+                self.len
+            )));
+        }
+        Ok(())
+    }
+
+    /// Copies `src` to `offset` on `stream` and waits for the stream (so
+    /// `src` is free again when this returns).
+    pub fn write<'s>(&mut self, offset: usize, src: &[u8], stream: impl Into<StreamRef<'s>>) -> Result<()> {
+        let stream = stream.into();
+        // SAFETY: the stream is synchronised before `src` is released.
+        unsafe { self.write_async(offset, src, stream)? };
+        self.backend.synchronize(stream)
+    }
+
+    /// Copies `src` to `offset`, asynchronously on `stream`.
+    ///
+    /// # Safety
+    /// `src` must stay alive and unchanged until the stream passed the copy.
+    pub unsafe fn write_async(&mut self, offset: usize, src: &[u8], stream: StreamRef<'_>) -> Result<()> {
+        self.range(offset, src.len(), "write")?;
+        self.backend.copy_h2d_raw(self.ptr, offset as u64, src, stream)
+    }
+
+    /// Copies `dst.len()` bytes at `offset` into `dst` after the stream's
+    /// earlier work; returns once they are there.
+    pub fn read<'s>(&self, offset: usize, dst: &mut [u8], stream: impl Into<StreamRef<'s>>) -> Result<()> {
+        self.range(offset, dst.len(), "read")?;
+        // SAFETY: in bounds of this backend's allocation.
+        unsafe { self.backend.copy_d2h_raw(dst, self.ptr, offset as u64, stream.into()) }
+    }
+
+    /// `n` bytes at `offset`, read back.
+    pub fn read_vec<'s>(&self, offset: usize, n: usize, stream: impl Into<StreamRef<'s>>) -> Result<Vec<u8>> {
+        let mut v = vec![0u8; n];
+        self.read(offset, &mut v, stream)?;
+        Ok(v)
+    }
+
+    /// Gives the memory up without freeing it (free it with
+    /// [`Backend::free_raw`]).
+    pub fn into_raw(self) -> u64 {
+        let p = self.ptr;
+        std::mem::forget(self);
+        p
+    }
+}
+
+impl Drop for DeviceBuffer<'_> {
+    fn drop(&mut self) {
+        // SAFETY: ours; whatever borrowed it (a state, a restore) is gone.
+        let _ = unsafe { self.backend.free_raw(self.ptr) };
+    }
+}
+
+/// A stream from [`Backend::create_stream`]; dropping it waits for its work,
+/// then destroys it. `Send + Sync` (streams are used through the
+/// thread-safe backend).
+pub struct Stream<'b> {
+    backend: &'b Backend,
+    id: u64,
+}
+
+impl std::fmt::Debug for Stream<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Stream({:#x})", self.id)
+    }
+}
+
+impl<'b> Stream<'b> {
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+    pub fn backend(&self) -> &'b Backend {
+        self.backend
+    }
+    /// Waits for the stream's work.
+    pub fn synchronize(&self) -> Result<()> {
+        self.backend.synchronize(self)
+    }
+    /// A copyable reference to it.
+    pub fn as_stream_ref(&self) -> StreamRef<'_> {
+        self.into()
+    }
+}
+
+impl Drop for Stream<'_> {
+    fn drop(&mut self) {
+        // SAFETY: ours; waits for its work first.
+        let _ = check(|e| unsafe { sys::auxstore_stream_destroy(self.backend.as_raw(), self.id, e) });
+    }
+}
+
+/// A stream by reference: one of ours ([`Stream`], [`crate::Pipeline::stream`])
+/// or, through the unsafe [`StreamRef::from_raw`], the engine's own
+/// `cudaStream_t`. It cannot outlive the stream it names.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamRef<'a> {
+    pub(crate) id: u64,
+    // The backend it belongs to, when known (checked against the one used).
+    pub(crate) backend: *const sys::auxstore_backend_t,
+    _p: PhantomData<&'a ()>,
+}
+
+// SAFETY: an id and an address only compared, never dereferenced.
+unsafe impl Send for StreamRef<'_> {}
+unsafe impl Sync for StreamRef<'_> {}
+
+impl<'a> StreamRef<'a> {
+    /// An engine's own stream (on CUDA a `cudaStream_t`, as an integer).
+    ///
+    /// # Safety
+    /// It must be a valid stream of the backend it is used with for all of
+    /// `'a`, and not 0 (the legacy default stream) where auxstore refuses it.
+    pub unsafe fn from_raw(id: u64) -> StreamRef<'a> {
+        StreamRef { id, backend: ptr::null(), _p: PhantomData }
+    }
+    pub(crate) fn of(id: u64, backend: *const sys::auxstore_backend_t) -> StreamRef<'a> {
+        StreamRef { id, backend, _p: PhantomData }
+    }
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+}
+
+impl<'a> From<&'a Stream<'_>> for StreamRef<'a> {
+    fn from(s: &'a Stream<'_>) -> StreamRef<'a> {
+        StreamRef::of(s.id, s.backend.as_raw())
+    }
+}

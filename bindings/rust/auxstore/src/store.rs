@@ -1,0 +1,646 @@
+//! The store: options (with the log hook), open/close, namespaces, snapshots,
+//! lookups, leases, reads, stats and metrics.
+use crate::error::{check, Error, Result};
+use crate::pipeline::Pipeline;
+use crate::sys;
+use crate::types::*;
+use std::ffi::{CStr, CString};
+use std::os::raw::{c_char, c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+// ---- the log hook ----------------------------------------------------------------
+
+type LogFn = dyn Fn(LogLevel, &str, &str) + Send + Sync + 'static;
+
+/// The closure behind `auxstore_options_set_log_callback`'s `arg`. Shared
+/// (Arc) by the options and every store opened with them, so it lives as
+/// long as the longest of them: auxstore may call it from any thread while
+/// such a store is open, its close included.
+pub(crate) struct LogHook {
+    f: Box<LogFn>,
+    panics: AtomicU64,
+}
+
+unsafe extern "C" fn log_trampoline(arg: *mut c_void, level: c_int, source: *const c_char, message: *const c_char) {
+    // SAFETY: `arg` is the LogHook an Arc held by the open store keeps alive.
+    let hook = &*(arg as *const LogHook);
+    let text = |p: *const c_char| {
+        if p.is_null() {
+            String::new()
+        } else {
+            CStr::from_ptr(p).to_string_lossy().into_owned()
+        }
+    };
+    let (source, message) = (text(source), text(message));
+    // A panic must not unwind into C++ (it would abort): it is caught and
+    // counted (Store::log_callback_panics).
+    if catch_unwind(AssertUnwindSafe(|| (hook.f)(LogLevel::from_c(level), &source, &message))).is_err() {
+        hook.panics.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+// ---- options -----------------------------------------------------------------------
+
+/// Open options (`auxstore_options_t`). Defaults: sync durability, 4 MiB
+/// chunks, no capacity or TTL limit, read-write, create if missing, warnings
+/// to stderr. Setters validate and return `Result<&mut Self>` so they chain:
+/// `opts.chunk_bytes(64 << 10)?.capacity_bytes(1 << 30)?;`.
+///
+/// `Send` (build it on one thread, hand it to another) but not `Sync`: the C
+/// ABI does not synchronise the options.
+pub struct Options {
+    raw: NonNull<sys::auxstore_options_t>,
+    log: Option<Arc<LogHook>>,
+}
+
+// SAFETY: the C options are plain data plus a std::function over `log`,
+// which is Send + Sync; only &mut methods change them.
+unsafe impl Send for Options {}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Options(log callback: {})", self.log.is_some())
+    }
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options::new()
+    }
+}
+
+impl Options {
+    pub fn new() -> Options {
+        // SAFETY: returns NULL only when out of memory.
+        let raw = unsafe { sys::auxstore_options_create() };
+        Options { raw: NonNull::new(raw).expect("auxstore_options_create: out of memory"), log: None }
+    }
+
+    /// Byte budget of the store (0: unlimited); LRU eviction past it.
+    pub fn capacity_bytes(&mut self, bytes: u64) -> Result<&mut Self> {
+        check(|e| unsafe { sys::auxstore_options_set_capacity_bytes(self.raw.as_ptr(), bytes, e) })?;
+        Ok(self)
+    }
+
+    /// Snapshots older than this expire (0: never).
+    pub fn ttl_seconds(&mut self, seconds: u64) -> Result<&mut Self> {
+        check(|e| unsafe { sys::auxstore_options_set_ttl_seconds(self.raw.as_ptr(), seconds, e) })?;
+        Ok(self)
+    }
+
+    /// Chunk size of stored layers (> 0).
+    pub fn chunk_bytes(&mut self, bytes: u32) -> Result<&mut Self> {
+        check(|e| unsafe { sys::auxstore_options_set_chunk_bytes(self.raw.as_ptr(), bytes, e) })?;
+        Ok(self)
+    }
+
+    pub fn durability(&mut self, durability: Durability) -> Result<&mut Self> {
+        let d = match durability {
+            Durability::Sync => sys::AUXSTORE_SYNC,
+            Durability::Async => sys::AUXSTORE_ASYNC,
+        };
+        check(|e| unsafe { sys::auxstore_options_set_durability(self.raw.as_ptr(), d, e) })?;
+        Ok(self)
+    }
+
+    /// Open read-only (writes are then `Unavailable`; several read-only
+    /// handles and one writer may coexist).
+    pub fn read_only(&mut self, read_only: bool) -> Result<&mut Self> {
+        check(|e| unsafe { sys::auxstore_options_set_read_only(self.raw.as_ptr(), read_only as c_int, e) })?;
+        Ok(self)
+    }
+
+    pub fn create_if_missing(&mut self, create: bool) -> Result<&mut Self> {
+        check(|e| unsafe { sys::auxstore_options_set_create_if_missing(self.raw.as_ptr(), create as c_int, e) })?;
+        Ok(self)
+    }
+
+    /// Delivers auxstore's warnings and RocksDB's info log (`level >=
+    /// min_level`) to `f(level, source, message)` instead of any log file;
+    /// `source` is "auxstore" or "rocksdb". `f` may run on any auxstore or
+    /// RocksDB thread while a store opened with these options is open, its
+    /// close included: it must be quick and must not call auxstore. A panic
+    /// in `f` is caught at the boundary and counted
+    /// ([`Store::log_callback_panics`]).
+    pub fn log_callback<F>(&mut self, min_level: LogLevel, f: F) -> Result<&mut Self>
+    where
+        F: Fn(LogLevel, &str, &str) + Send + Sync + 'static,
+    {
+        let hook = Arc::new(LogHook { f: Box::new(f), panics: AtomicU64::new(0) });
+        let arg = Arc::as_ptr(&hook) as *mut c_void;
+        check(|e| unsafe {
+            sys::auxstore_options_set_log_callback(self.raw.as_ptr(), Some(log_trampoline), arg, min_level.to_c(), e)
+        })?;
+        // Stores already opened with the previous hook keep their own Arc.
+        self.log = Some(hook);
+        Ok(self)
+    }
+
+    /// Back to warnings on stderr.
+    pub fn clear_log_callback(&mut self) -> Result<&mut Self> {
+        check(|e| unsafe {
+            sys::auxstore_options_set_log_callback(self.raw.as_ptr(), None, ptr::null_mut(), sys::AUXSTORE_LOG_WARN, e)
+        })?;
+        self.log = None;
+        Ok(self)
+    }
+}
+
+impl Drop for Options {
+    fn drop(&mut self) {
+        // SAFETY: ours; a store opened with them copied what it needs (and
+        // holds its own Arc of the log hook).
+        unsafe { sys::auxstore_options_destroy(self.raw.as_ptr()) }
+    }
+}
+
+// ---- the store -------------------------------------------------------------------------
+
+/// An open store (`auxstore_t`). `Send + Sync`: every call may be made from
+/// any number of threads at once. Closing (drop) needs ownership, so no other
+/// call, lease, pipeline or restore can still be using it.
+pub struct Store {
+    raw: NonNull<sys::auxstore_t>,
+    // Dropped after auxstore_close (fields drop after Drop::drop).
+    log: Option<Arc<LogHook>>,
+}
+
+// SAFETY: docs/c-abi.md, "Thread safety": auxstore_t is thread-safe except
+// for close, which takes `self` by value here.
+unsafe impl Send for Store {}
+unsafe impl Sync for Store {}
+
+pub(crate) fn cstring(what: &str, s: &str) -> Result<CString> {
+    CString::new(s).map_err(|_| Error::invalid(format!("{what} contains a NUL byte")))
+}
+
+#[cfg(unix)]
+fn path_cstring(path: &Path) -> Result<CString> {
+    use std::os::unix::ffi::OsStrExt;
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| Error::invalid("auxstore::Store::open: path contains a NUL byte"))
+}
+
+#[cfg(not(unix))]
+fn path_cstring(path: &Path) -> Result<CString> {
+    cstring(
+        "auxstore::Store::open: path",
+        path.to_str().ok_or_else(|| Error::invalid("auxstore::Store::open: path is not UTF-8"))?,
+    )
+}
+
+impl Store {
+    /// Opens (creating when allowed) the store at `path`.
+    pub fn open(path: impl AsRef<Path>, options: &Options) -> Result<Store> {
+        Store::open_raw(path.as_ref(), Some(options))
+    }
+
+    /// Opens with the default options.
+    pub fn open_default(path: impl AsRef<Path>) -> Result<Store> {
+        Store::open_raw(path.as_ref(), None)
+    }
+
+    fn open_raw(path: &Path, options: Option<&Options>) -> Result<Store> {
+        let p = path_cstring(path)?;
+        let mut raw = ptr::null_mut();
+        let o = options.map_or(ptr::null(), |o| o.raw.as_ptr() as *const _);
+        check(|e| unsafe { sys::auxstore_open(p.as_ptr(), o, &mut raw, e) })?;
+        Ok(Store {
+            raw: NonNull::new(raw).expect("auxstore_open returned OK and NULL"),
+            log: options.and_then(|o| o.log.clone()),
+        })
+    }
+
+    /// Closes the store (the same as dropping it).
+    pub fn close(self) {}
+
+    /// The raw handle, for calls into `auxstore_sys` (valid while `self` is).
+    pub fn as_raw(&self) -> *mut sys::auxstore_t {
+        self.raw.as_ptr()
+    }
+
+    /// How many times the log callback panicked (each caught at the boundary).
+    pub fn log_callback_panics(&self) -> u64 {
+        self.log.as_ref().map_or(0, |h| h.panics.load(Ordering::Relaxed))
+    }
+
+    /// Registers (idempotently) a model id and geometry.
+    pub fn register_namespace(&self, model_id: &str, geometry: &Geometry) -> Result<Namespace> {
+        let m = cstring("auxstore::Store::register_namespace: model_id", model_id)?;
+        let g = geometry.to_c();
+        let mut ns = 0u64;
+        check(|e| unsafe { sys::auxstore_register_namespace(self.as_raw(), m.as_ptr(), &g, &mut ns, e) })?;
+        Ok(Namespace(ns))
+    }
+
+    /// Registers (idempotently) a namespace with its whole identity: model
+    /// id, weight revision, TP rank / world size, geometry, declared opaque
+    /// layers.
+    pub fn register_namespace_ex(&self, spec: &NamespaceSpec) -> Result<Namespace> {
+        let model = cstring("auxstore::Store::register_namespace_ex: model_id", &spec.model_id)?;
+        let revision = match &spec.weight_revision {
+            Some(r) => Some(cstring("auxstore::Store::register_namespace_ex: weight_revision", r)?),
+            None => None,
+        };
+        let mut descs = Vec::with_capacity(spec.opaque_layers.len());
+        for (i, l) in spec.opaque_layers.iter().enumerate() {
+            if l.shape.is_empty() || l.shape.len() > 8 {
+                return Err(Error::invalid(format!(
+                    "auxstore::Store::register_namespace_ex: opaque_layers[{i}] has {} dimensions, \
+                     not 1..8",
+                    l.shape.len()
+                )));
+            }
+            let mut d = sys::auxstore_opaque_layer_desc_t {
+                layer: l.layer,
+                dtype: l.dtype.to_c(),
+                ndim: l.shape.len() as u32,
+                shape: [0; 8],
+            };
+            d.shape[..l.shape.len()].copy_from_slice(&l.shape);
+            descs.push(d);
+        }
+        let c = sys::auxstore_namespace_t {
+            struct_size: std::mem::size_of::<sys::auxstore_namespace_t>(),
+            model_id: model.as_ptr(),
+            weight_revision: revision.as_ref().map_or(ptr::null(), |r| r.as_ptr()),
+            tp_rank: spec.tp_rank,
+            tp_world_size: spec.tp_world_size,
+            geometry: spec.geometry.to_c(),
+            n_opaque_layers: descs.len(),
+            opaque_layers: if descs.is_empty() { ptr::null() } else { descs.as_ptr() },
+            page_tokens: 0,
+        };
+        let mut ns = 0u64;
+        check(|e| unsafe { sys::auxstore_register_namespace_ex(self.as_raw(), &c, &mut ns, e) })?;
+        Ok(Namespace(ns))
+    }
+
+    fn c_layers(layers: &[Layer<'_>]) -> Vec<sys::auxstore_layer_t> {
+        layers
+            .iter()
+            .map(|l| sys::auxstore_layer_t {
+                layer: l.layer,
+                kind: l.kind.to_c(),
+                data: l.data.as_ptr() as *const c_void,
+                size: l.data.len(),
+            })
+            .collect()
+    }
+
+    /// Writes a snapshot (layer indices unique, each checked against the
+    /// namespace's geometry first; nothing is written on failure). A prefix
+    /// already stored: Ok, nothing written.
+    pub fn put_snapshot(&self, ns: Namespace, prefix: &Prefix, token_count: u64, layers: &[Layer<'_>]) -> Result<()> {
+        let c = Store::c_layers(layers);
+        check(|e| unsafe {
+            sys::auxstore_put_snapshot(self.as_raw(), ns.0, prefix.0.as_ptr(), token_count, c.len(), c.as_ptr(), e)
+        })
+    }
+
+    /// The same, storing the digest of the tokens the prefix covers, which
+    /// `longest_prefix_for_tokens` then checks.
+    pub fn put_snapshot_with_digest(
+        &self,
+        ns: Namespace,
+        prefix: &Prefix,
+        token_count: u64,
+        digest: &TokenDigest,
+        layers: &[Layer<'_>],
+    ) -> Result<()> {
+        let c = Store::c_layers(layers);
+        check(|e| unsafe {
+            sys::auxstore_put_snapshot_with_digest(
+                self.as_raw(),
+                ns.0,
+                prefix.0.as_ptr(),
+                token_count,
+                digest.0.as_ptr(),
+                c.len(),
+                c.as_ptr(),
+                e,
+            )
+        })
+    }
+
+    fn candidates(prefixes: &[Prefix]) -> *const [u8; 16] {
+        if prefixes.is_empty() {
+            ptr::null()
+        } else {
+            // Prefix is a newtype over [u8; 16] (same layout as the C array).
+            prefixes.as_ptr() as *const [u8; 16]
+        }
+    }
+
+    /// The longest stored prefix among `candidates` (shortest first): its
+    /// index, or None when none is stored.
+    pub fn longest_prefix(&self, ns: Namespace, candidates: &[Prefix]) -> Result<Option<usize>> {
+        let mut found = 0usize;
+        not_found_is_none(check(|e| unsafe {
+            sys::auxstore_longest_prefix(
+                self.as_raw(),
+                ns.0,
+                Store::candidates(candidates),
+                candidates.len(),
+                &mut found,
+                e,
+            )
+        }))
+        .map(|o| o.map(|_| found))
+    }
+
+    /// `longest_prefix` that also leases what it found for `lease_ms`.
+    pub fn longest_prefix_leased(
+        &self,
+        ns: Namespace,
+        candidates: &[Prefix],
+        lease_ms: u64,
+    ) -> Result<Option<(usize, Lease<'_>)>> {
+        let (mut found, mut lease) = (0usize, 0u64);
+        let r = not_found_is_none(check(|e| unsafe {
+            sys::auxstore_longest_prefix_leased(
+                self.as_raw(),
+                ns.0,
+                Store::candidates(candidates),
+                candidates.len(),
+                lease_ms,
+                &mut found,
+                &mut lease,
+                e,
+            )
+        }))?;
+        Ok(r.map(|_| (found, Lease { store: self, id: lease })))
+    }
+
+    /// The longest stored prefix of `tokens` at every block boundary
+    /// ([`crate::prefix_hashes`] with `block_size` and `salt`), token digest
+    /// checked when stored; None when none is.
+    pub fn longest_prefix_for_tokens(
+        &self,
+        ns: Namespace,
+        tokens: &[u32],
+        block_size: u32,
+        salt: u64,
+    ) -> Result<Option<PrefixMatch>> {
+        let mut m = PrefixMatch { prefix: Prefix::default(), tokens: 0 };
+        let r = not_found_is_none(check(|e| unsafe {
+            sys::auxstore_longest_prefix_for_tokens(
+                self.as_raw(),
+                ns.0,
+                tokens.as_ptr(),
+                tokens.len(),
+                block_size,
+                salt,
+                m.prefix.0.as_mut_ptr(),
+                &mut m.tokens,
+                e,
+            )
+        }))?;
+        Ok(r.map(|_| m))
+    }
+
+    /// `longest_prefix_for_tokens` that also leases what it found.
+    pub fn longest_prefix_for_tokens_leased(
+        &self,
+        ns: Namespace,
+        tokens: &[u32],
+        block_size: u32,
+        salt: u64,
+        lease_ms: u64,
+    ) -> Result<Option<(PrefixMatch, Lease<'_>)>> {
+        let mut m = PrefixMatch { prefix: Prefix::default(), tokens: 0 };
+        let mut lease = 0u64;
+        let r = not_found_is_none(check(|e| unsafe {
+            sys::auxstore_longest_prefix_for_tokens_leased(
+                self.as_raw(),
+                ns.0,
+                tokens.as_ptr(),
+                tokens.len(),
+                block_size,
+                salt,
+                lease_ms,
+                m.prefix.0.as_mut_ptr(),
+                &mut m.tokens,
+                &mut lease,
+                e,
+            )
+        }))?;
+        Ok(r.map(|_| (m, Lease { store: self, id: lease })))
+    }
+
+    /// A stored snapshot's manifest (`NotFound` when it is not stored).
+    pub fn get_manifest(&self, ns: Namespace, prefix: &Prefix) -> Result<Manifest> {
+        let mut capacity = 0usize;
+        let mut layers: Vec<sys::auxstore_layer_info_t> = Vec::new();
+        loop {
+            layers.resize(capacity, sys::auxstore_layer_info_t::default());
+            let (mut tokens, mut n) = (0u64, 0usize);
+            let r = check(|e| unsafe {
+                sys::auxstore_get_manifest(
+                    self.as_raw(),
+                    ns.0,
+                    prefix.0.as_ptr(),
+                    &mut tokens,
+                    if capacity == 0 { ptr::null_mut() } else { layers.as_mut_ptr() },
+                    capacity,
+                    &mut n,
+                    e,
+                )
+            });
+            match r {
+                Ok(()) => {
+                    layers.truncate(n);
+                    let mut out = Vec::with_capacity(n);
+                    for l in &layers {
+                        out.push(LayerInfo {
+                            layer: l.layer,
+                            kind: Kind::from_c(l.kind as i64)?,
+                            bytes: l.bytes,
+                            xxh3: l.xxh3,
+                        });
+                    }
+                    return Ok(Manifest { token_count: tokens, layers: out });
+                }
+                // *n_layers is set: size the array and ask again.
+                Err(Error::OutOfRange(_)) if n > capacity => capacity = n,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Which of `prefixes` are stored, in one batched lookup: the token count
+    /// of each one found. Counts no hit and changes no recency.
+    pub fn get_manifests(&self, ns: Namespace, prefixes: &[Prefix]) -> Result<Vec<Option<u64>>> {
+        let mut found = vec![0u8; prefixes.len()];
+        let mut counts = vec![0u64; prefixes.len()];
+        check(|e| unsafe {
+            sys::auxstore_get_manifests(
+                self.as_raw(),
+                ns.0,
+                Store::candidates(prefixes),
+                prefixes.len(),
+                found.as_mut_ptr(),
+                counts.as_mut_ptr(),
+                e,
+            )
+        })?;
+        Ok(found.iter().zip(counts).map(|(&f, c)| if f != 0 { Some(c) } else { None }).collect())
+    }
+
+    /// One whole layer, every chunk checksum and the whole-blob XXH3
+    /// verified (a mismatch: `Corruption`, and the snapshot is quarantined).
+    pub fn get_layer(&self, ns: Namespace, prefix: &Prefix, layer: u32) -> Result<Bytes> {
+        let (mut data, mut size) = (ptr::null_mut(), 0usize);
+        check(|e| unsafe {
+            sys::auxstore_get_layer(self.as_raw(), ns.0, prefix.0.as_ptr(), layer, &mut data, &mut size, e)
+        })?;
+        // SAFETY: malloc'd by auxstore, never NULL on success.
+        Ok(unsafe { Bytes::from_raw(data, size) })
+    }
+
+    /// Reads layers straight into the callers' buffers (each chunk copied
+    /// once while it is verified); every capacity is checked first
+    /// (`OutOfRange`, nothing read). Sets each `dest.size`.
+    pub fn read_layers(&self, ns: Namespace, prefix: &Prefix, dests: &mut [LayerDest<'_>]) -> Result<()> {
+        let mut c: Vec<sys::auxstore_layer_dest_t> = dests
+            .iter_mut()
+            .map(|d| sys::auxstore_layer_dest_t {
+                layer: d.layer,
+                data: d.buf.as_mut_ptr() as *mut c_void,
+                capacity: d.buf.len(),
+                size: 0,
+            })
+            .collect();
+        check(|e| unsafe {
+            sys::auxstore_read_layers(self.as_raw(), ns.0, prefix.0.as_ptr(), c.as_mut_ptr(), c.len(), e)
+        })?;
+        for (d, c) in dests.iter_mut().zip(&c) {
+            d.size = c.size;
+        }
+        Ok(())
+    }
+
+    /// Removes a snapshot (a synced commit); one not stored: Ok.
+    pub fn erase(&self, ns: Namespace, prefix: &Prefix) -> Result<()> {
+        check(|e| unsafe { sys::auxstore_erase(self.as_raw(), ns.0, prefix.0.as_ptr(), e) })
+    }
+
+    /// Makes every snapshot accepted so far durable.
+    pub fn flush(&self) -> Result<()> {
+        check(|e| unsafe { sys::auxstore_flush(self.as_raw(), e) })
+    }
+
+    pub fn stats(&self) -> Result<Stats> {
+        let mut s = sys::auxstore_stats_t::default();
+        check(|e| unsafe { sys::auxstore_stats(self.as_raw(), &mut s, e) })?;
+        Ok(s.into())
+    }
+
+    /// Leases a snapshot for `lease_ms` (pinned against eviction, TTL expiry
+    /// and compaction until released, dropped, or given to a restore).
+    pub fn lease(&self, ns: Namespace, prefix: &Prefix, lease_ms: u64) -> Result<Lease<'_>> {
+        let mut id = 0u64;
+        check(|e| unsafe {
+            sys::auxstore_lease_acquire(self.as_raw(), ns.0, prefix.0.as_ptr(), lease_ms, &mut id, e)
+        })?;
+        Ok(Lease { store: self, id })
+    }
+
+    /// Releases a lease by id (`NotFound` when unknown, expired or released).
+    pub fn release_lease(&self, id: u64) -> Result<()> {
+        check(|e| unsafe { sys::auxstore_lease_release(self.as_raw(), id, e) })
+    }
+
+    /// Prometheus text (format 0.0.4) of the store's counters and gauges;
+    /// `labels` (e.g. `instance="a"`) goes on every sample.
+    pub fn metrics_text(&self, labels: Option<&str>) -> Result<String> {
+        metrics_text(Some(self), None, labels)
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        // SAFETY: ours; nothing borrows `self` any more (pipelines, leases,
+        // restores all hold &Store). The log hook is freed after this.
+        unsafe { sys::auxstore_close(self.raw.as_ptr()) }
+    }
+}
+
+fn not_found_is_none(r: Result<()>) -> Result<Option<()>> {
+    match r {
+        Ok(()) => Ok(Some(())),
+        Err(Error::NotFound(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Prometheus text of a store's and/or a pipeline's metrics (at least one).
+pub fn metrics_text(store: Option<&Store>, pipeline: Option<&Pipeline<'_>>, labels: Option<&str>) -> Result<String> {
+    let l = match labels {
+        Some(l) => Some(cstring("auxstore::metrics_text: labels", l)?),
+        None => None,
+    };
+    let mut text: *mut c_char = ptr::null_mut();
+    check(|e| unsafe {
+        sys::auxstore_metrics_text(
+            store.map_or(ptr::null_mut(), |s| s.as_raw()),
+            pipeline.map_or(ptr::null(), |p| p.as_raw() as *const _),
+            l.as_ref().map_or(ptr::null(), |l| l.as_ptr()),
+            &mut text,
+            e,
+        )
+    })?;
+    // SAFETY: a malloc'd NUL-terminated string.
+    let s = unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned();
+    unsafe { sys::auxstore_free(text as *mut c_void) };
+    Ok(s)
+}
+
+// ---- leases -----------------------------------------------------------------------------
+
+/// A lease on a snapshot, released when dropped (or given to a restore with
+/// [`crate::RestoreOptions::lease`], which releases it when the restore
+/// completes). It borrows its store: a store cannot close under a lease.
+#[derive(Debug)]
+pub struct Lease<'s> {
+    store: &'s Store,
+    id: u64,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Store({:p})", self.raw.as_ptr())
+    }
+}
+
+impl<'s> Lease<'s> {
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+    pub fn store(&self) -> &'s Store {
+        self.store
+    }
+    /// Releases it now (`NotFound` when it had expired).
+    pub fn release(self) -> Result<()> {
+        let r = self.store.release_lease(self.id);
+        std::mem::forget(self);
+        r
+    }
+    /// Gives the id up without releasing it (it still expires).
+    pub fn into_id(self) -> u64 {
+        let id = self.id;
+        std::mem::forget(self);
+        id
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        // Expired leases are NotFound: nothing to do either way.
+        let _ = self.store.release_lease(self.id);
+    }
+}

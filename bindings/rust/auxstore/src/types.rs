@@ -1,0 +1,477 @@
+//! Plain values: prefixes, geometry, kinds, manifests, stats, options.
+use crate::error::{Error, Result};
+use crate::sys;
+use std::fmt;
+use std::os::raw::{c_int, c_void};
+
+/// A 128-bit prefix key (the engine's own prefix hash, or one of
+/// [`crate::prefix_hashes`]).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[repr(transparent)]
+pub struct Prefix(pub [u8; 16]);
+
+impl fmt::Debug for Prefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Prefix(")?;
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        write!(f, ")")
+    }
+}
+
+/// Digest of an exact token sequence ([`crate::token_digest`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct TokenDigest(pub [u8; 16]);
+
+/// A namespace id: the stable fingerprint of a model identity and its
+/// geometry (the same in every process that registers the same identity).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Namespace(pub u64);
+
+impl Namespace {
+    pub fn id(self) -> u64 {
+        self.0
+    }
+}
+
+/// A namespace's geometry. `qsa_hd == 0`: no QSA layers (then the other
+/// `qsa_*` fields are 0 too); `dsa_index_head_dim == 0`: no DSA layers.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Geometry {
+    pub qsa_hd: u32,
+    pub qsa_max_tokens: u32,
+    pub qsa_ratio: u32,
+    pub qsa_rot: u32,
+    pub qsa_theta: f32,
+    pub qsa_eps: f32,
+    pub dsa_index_head_dim: u32,
+    pub dsa_capacity: u32,
+}
+
+impl Geometry {
+    pub(crate) fn to_c(self) -> sys::auxstore_geometry_t {
+        sys::auxstore_geometry_t {
+            qsa_hd: self.qsa_hd,
+            qsa_max_tokens: self.qsa_max_tokens,
+            qsa_ratio: self.qsa_ratio,
+            qsa_rot: self.qsa_rot,
+            qsa_theta: self.qsa_theta,
+            qsa_eps: self.qsa_eps,
+            dsa_index_head_dim: self.dsa_index_head_dim,
+            dsa_capacity: self.dsa_capacity,
+        }
+    }
+}
+
+/// A layer blob's kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// QSA v1: `[ingested u64][pooled u64][raw_keys bf16]` (seed 000).
+    Qsa,
+    /// DSA v1: `[len u64][index_head_dim u64][k_normed][gate][valid]` (seed 001).
+    Dsa,
+    /// Any other per-layer state, byte for byte.
+    Opaque,
+}
+
+impl Kind {
+    pub(crate) fn to_c(self) -> u32 {
+        (match self {
+            Kind::Qsa => sys::AUXSTORE_KIND_QSA,
+            Kind::Dsa => sys::AUXSTORE_KIND_DSA,
+            Kind::Opaque => sys::AUXSTORE_KIND_OPAQUE,
+        }) as u32
+    }
+    pub(crate) fn from_c(k: i64) -> Result<Kind> {
+        match k as c_int {
+            sys::AUXSTORE_KIND_QSA => Ok(Kind::Qsa),
+            sys::AUXSTORE_KIND_DSA => Ok(Kind::Dsa),
+            sys::AUXSTORE_KIND_OPAQUE => Ok(Kind::Opaque),
+            other => Err(Error::Internal(format!("unknown blob kind {other}"))),
+        }
+    }
+}
+
+/// When a put is durable: `Sync` (synced commit; the default) or `Async`
+/// (`Store::flush` makes everything so far durable).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    Sync,
+    Async,
+}
+
+/// Which backend: `Auto` (CUDA when built and a device answers, else host).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendKind {
+    Auto,
+    Host,
+    Cuda,
+}
+
+impl BackendKind {
+    pub(crate) fn to_c(self) -> c_int {
+        match self {
+            BackendKind::Auto => sys::AUXSTORE_BACKEND_AUTO,
+            BackendKind::Host => sys::AUXSTORE_BACKEND_HOST,
+            BackendKind::Cuda => sys::AUXSTORE_BACKEND_CUDA,
+        }
+    }
+}
+
+/// A log record's level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+impl LogLevel {
+    pub(crate) fn to_c(self) -> c_int {
+        match self {
+            LogLevel::Debug => sys::AUXSTORE_LOG_DEBUG,
+            LogLevel::Info => sys::AUXSTORE_LOG_INFO,
+            LogLevel::Warn => sys::AUXSTORE_LOG_WARN,
+            LogLevel::Error => sys::AUXSTORE_LOG_ERROR,
+        }
+    }
+    pub(crate) fn from_c(l: c_int) -> LogLevel {
+        match l {
+            sys::AUXSTORE_LOG_DEBUG => LogLevel::Debug,
+            sys::AUXSTORE_LOG_INFO => LogLevel::Info,
+            sys::AUXSTORE_LOG_WARN => LogLevel::Warn,
+            _ => LogLevel::Error,
+        }
+    }
+}
+
+/// Element type of a declared opaque layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DType {
+    U8,
+    I8,
+    Bf16,
+    F16,
+    F32,
+    I32,
+    F64,
+    I64,
+}
+
+impl DType {
+    pub(crate) fn to_c(self) -> u32 {
+        (match self {
+            DType::U8 => sys::AUXSTORE_DTYPE_U8,
+            DType::I8 => sys::AUXSTORE_DTYPE_I8,
+            DType::Bf16 => sys::AUXSTORE_DTYPE_BF16,
+            DType::F16 => sys::AUXSTORE_DTYPE_F16,
+            DType::F32 => sys::AUXSTORE_DTYPE_F32,
+            DType::I32 => sys::AUXSTORE_DTYPE_I32,
+            DType::F64 => sys::AUXSTORE_DTYPE_F64,
+            DType::I64 => sys::AUXSTORE_DTYPE_I64,
+        }) as u32
+    }
+}
+
+/// An opaque layer's declared shape: a blob of it must be exactly
+/// `prod(shape) * size_of(dtype)` bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpaqueLayer {
+    pub layer: u32,
+    pub dtype: DType,
+    /// 1 to 8 dimensions.
+    pub shape: Vec<u64>,
+}
+
+/// A namespace's whole identity ([`crate::Store::register_namespace_ex`]):
+/// every field but `geometry.dsa_capacity` is part of the id, so a snapshot
+/// of another weight revision or shard is never returned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NamespaceSpec {
+    pub model_id: String,
+    pub weight_revision: Option<String>,
+    pub tp_rank: u32,
+    /// 0 is taken as 1 (unsharded).
+    pub tp_world_size: u32,
+    pub geometry: Geometry,
+    /// Ascending, unique layers.
+    pub opaque_layers: Vec<OpaqueLayer>,
+}
+
+impl NamespaceSpec {
+    /// An unsharded identity with no revision and no declared opaque layers.
+    pub fn new(model_id: impl Into<String>, geometry: Geometry) -> NamespaceSpec {
+        NamespaceSpec {
+            model_id: model_id.into(),
+            weight_revision: None,
+            tp_rank: 0,
+            tp_world_size: 1,
+            geometry,
+            opaque_layers: Vec::new(),
+        }
+    }
+}
+
+/// One layer of a snapshot to write.
+#[derive(Debug, Clone, Copy)]
+pub struct Layer<'a> {
+    pub layer: u32,
+    pub kind: Kind,
+    pub data: &'a [u8],
+}
+
+impl<'a> Layer<'a> {
+    pub fn new(layer: u32, kind: Kind, data: &'a [u8]) -> Layer<'a> {
+        Layer { layer, kind, data }
+    }
+}
+
+/// One layer of a stored snapshot, as its manifest describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LayerInfo {
+    pub layer: u32,
+    pub kind: Kind,
+    pub bytes: u64,
+    /// XXH3-64 of the whole blob.
+    pub xxh3: u64,
+}
+
+/// A stored snapshot's manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    pub token_count: u64,
+    pub layers: Vec<LayerInfo>,
+}
+
+/// One layer read into memory the caller provides ([`crate::Store::read_layers`]).
+#[derive(Debug)]
+pub struct LayerDest<'a> {
+    pub layer: u32,
+    pub buf: &'a mut [u8],
+    /// Out: the layer's size (the first `size` bytes of `buf` hold it).
+    pub size: usize,
+}
+
+impl<'a> LayerDest<'a> {
+    pub fn new(layer: u32, buf: &'a mut [u8]) -> LayerDest<'a> {
+        LayerDest { layer, buf, size: 0 }
+    }
+    /// The bytes read.
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf[..self.size.min(self.buf.len())]
+    }
+}
+
+/// The longest stored prefix of a token sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PrefixMatch {
+    pub prefix: Prefix,
+    /// The tokens the prefix covers.
+    pub tokens: u64,
+}
+
+/// The store's counters and gauges (`auxstore_stats_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stats {
+    pub snapshots: u64,
+    pub payload_bytes: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub puts: u64,
+    pub duplicate_puts: u64,
+    pub evictions: u64,
+    pub expirations: u64,
+    pub quarantines: u64,
+    pub orphans_seen: u64,
+    pub orphans_removed: u64,
+    pub commit_seq: u64,
+    pub durable_watermark: u64,
+    pub lost_commits_at_open: u64,
+    pub bytes_written: u64,
+    pub bytes_read: u64,
+    pub capacity_bytes: u64,
+    pub leases: u64,
+    /// The background LRU index has loaded.
+    pub index_ready: bool,
+    /// A write failed: reopen to write again.
+    pub fenced: bool,
+}
+
+impl From<sys::auxstore_stats_t> for Stats {
+    fn from(s: sys::auxstore_stats_t) -> Stats {
+        Stats {
+            snapshots: s.snapshots,
+            payload_bytes: s.payload_bytes,
+            hits: s.hits,
+            misses: s.misses,
+            puts: s.puts,
+            duplicate_puts: s.duplicate_puts,
+            evictions: s.evictions,
+            expirations: s.expirations,
+            quarantines: s.quarantines,
+            orphans_seen: s.orphans_seen,
+            orphans_removed: s.orphans_removed,
+            commit_seq: s.commit_seq,
+            durable_watermark: s.durable_watermark,
+            lost_commits_at_open: s.lost_commits_at_open,
+            bytes_written: s.bytes_written,
+            bytes_read: s.bytes_read,
+            capacity_bytes: s.capacity_bytes,
+            leases: s.leases,
+            index_ready: s.index_ready != 0,
+            fenced: s.fenced != 0,
+        }
+    }
+}
+
+/// A pipeline's configuration; [`Default`] is `auxstore_pipeline_options_init`
+/// (4 x 4 MiB staging, 2 I/O threads, 2 layers in flight, 8 snapshots and
+/// 64 MiB queued).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PipelineOptions {
+    pub staging_buffers: usize,
+    /// At least the store's chunk size.
+    pub staging_bytes: usize,
+    pub io_threads: usize,
+    pub restore_read_ahead: usize,
+    /// Snapshots accepted but not yet written...
+    pub snapshot_queue: usize,
+    /// ...and the pinned bytes they may hold; past either one is shed.
+    pub snapshot_bytes: u64,
+}
+
+impl Default for PipelineOptions {
+    fn default() -> PipelineOptions {
+        let mut o = sys::auxstore_pipeline_options_t::default();
+        // SAFETY: a valid out pointer.
+        unsafe { sys::auxstore_pipeline_options_init(&mut o) };
+        PipelineOptions {
+            staging_buffers: o.staging_buffers,
+            staging_bytes: o.staging_bytes,
+            io_threads: o.io_threads,
+            restore_read_ahead: o.restore_read_ahead,
+            snapshot_queue: o.snapshot_queue,
+            snapshot_bytes: o.snapshot_bytes,
+        }
+    }
+}
+
+impl PipelineOptions {
+    pub(crate) fn to_c(self) -> sys::auxstore_pipeline_options_t {
+        let mut o = sys::auxstore_pipeline_options_t::default();
+        // SAFETY: a valid out pointer (fills struct_size).
+        unsafe { sys::auxstore_pipeline_options_init(&mut o) };
+        o.staging_buffers = self.staging_buffers;
+        o.staging_bytes = self.staging_bytes;
+        o.io_threads = self.io_threads;
+        o.restore_read_ahead = self.restore_read_ahead;
+        o.snapshot_queue = self.snapshot_queue;
+        o.snapshot_bytes = self.snapshot_bytes;
+        o
+    }
+}
+
+/// A pipeline's counters and restore histograms (`auxstore_pipeline_stats_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct PipelineStats {
+    pub restores_ok: u64,
+    /// Cancelled ones included.
+    pub restores_failed: u64,
+    pub restores_cancelled: u64,
+    pub restores_running: u64,
+    pub bytes_restored: u64,
+    pub snapshots_accepted: u64,
+    pub snapshots_shed: u64,
+    pub snapshots_written: u64,
+    pub snapshots_failed: u64,
+    pub bytes_snapshotted: u64,
+    pub staging_waits: u64,
+    /// Restores that succeeded, by latency: bucket i counts [2^i, 2^(i+1)) us.
+    pub restore_latency_us: [u64; sys::AUXSTORE_LATENCY_BUCKETS],
+    pub restore_latency_us_sum: u64,
+    /// Their throughput: bucket i counts [2^i, 2^(i+1)) MiB/s.
+    pub restore_throughput_mibps: [u64; sys::AUXSTORE_THROUGHPUT_BUCKETS],
+    pub restore_throughput_mibps_sum: f64,
+}
+
+impl From<sys::auxstore_pipeline_stats_t> for PipelineStats {
+    fn from(s: sys::auxstore_pipeline_stats_t) -> PipelineStats {
+        PipelineStats {
+            restores_ok: s.restores_ok,
+            restores_failed: s.restores_failed,
+            restores_cancelled: s.restores_cancelled,
+            restores_running: s.restores_running,
+            bytes_restored: s.bytes_restored,
+            snapshots_accepted: s.snapshots_accepted,
+            snapshots_shed: s.snapshots_shed,
+            snapshots_written: s.snapshots_written,
+            snapshots_failed: s.snapshots_failed,
+            bytes_snapshotted: s.bytes_snapshotted,
+            staging_waits: s.staging_waits,
+            restore_latency_us: s.restore_latency_us,
+            restore_latency_us_sum: s.restore_latency_us_sum,
+            restore_throughput_mibps: s.restore_throughput_mibps,
+            restore_throughput_mibps_sum: s.restore_throughput_mibps_sum,
+        }
+    }
+}
+
+/// Bytes auxstore allocated (a layer, a state readback), freed with
+/// `auxstore_free` on drop; derefs to `[u8]`.
+pub struct Bytes {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: plain malloc'd memory owned by this value alone.
+unsafe impl Send for Bytes {}
+unsafe impl Sync for Bytes {}
+
+impl Bytes {
+    /// Takes ownership of `len` bytes auxstore malloc'd at `ptr` (not NULL).
+    pub(crate) unsafe fn from_raw(ptr: *mut c_void, len: usize) -> Bytes {
+        Bytes { ptr: ptr as *mut u8, len }
+    }
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: `len` initialised bytes at `ptr`, owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl AsRef<[u8]> for Bytes {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Bytes({} bytes)", self.len)
+    }
+}
+
+impl Drop for Bytes {
+    fn drop(&mut self) {
+        // SAFETY: malloc'd by auxstore (never NULL on success).
+        unsafe { sys::auxstore_free(self.ptr as *mut c_void) }
+    }
+}
+
+/// Reads a little-endian u16 vector out of bytes (bf16 values).
+pub fn bf16_from_bytes(bytes: &[u8]) -> Vec<u16> {
+    bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()
+}
+
+/// Bytes of a u16 slice (bf16 values), little-endian.
+pub fn bf16_to_bytes(values: &[u16]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
