@@ -12,6 +12,7 @@
 
 #include "bench/baselines.h"
 #include "bench/blobdb_contender.h"
+#include "bench/chain_bench.h"
 #include "bench/file_per_blob.h"
 #include "bench/measure.h"
 #include "bench/pipeline_contender.h"
@@ -43,6 +44,8 @@ struct Config {
   std::string only;
   std::string contenders;  // substring filter on contender names; empty = all
   bool json = false;
+  bool chains = false;
+  uint32_t chain_block = 64, chain_scale = 1;
 };
 
 // Reads everything under `path` once, untimed. On the project's VMs the
@@ -216,6 +219,12 @@ int Main(int argc, char** argv) {
                  "also measure open time and LongestPrefix with this many snapshots stored");
   app.add_option("--probes", c.probes, "LongestPrefix calls to time");
   app.add_flag("--json", c.json, "print JSON instead of tables");
+  app.add_flag("--chains", c.chains,
+               "run only the chain workloads: paged vs whole-blob layout (issue 14)");
+  app.add_option("--chain-block", c.chain_block, "tokens per block and page (chains)")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--chain-scale", c.chain_scale, "divide the chains' token counts (quick runs)")
+      ->check(CLI::Range(1, 256));
   CLI11_PARSE(app, argc, argv);
 
   std::filesystem::create_directories(c.dir);
@@ -225,6 +234,13 @@ int Main(int argc, char** argv) {
     for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
     return s;
   }();
+  if (c.chains) {
+    out["chains"] =
+        RunChainWorkloads({c.dir, c.runs, c.chain_block, c.chain_scale, c.only}, c.json);
+    if (c.json) std::printf("%s\n", out.dump(2).c_str());
+    std::filesystem::remove_all(c.dir);
+    return 0;
+  }
   for (const Workload& w : StandardWorkloads(c.bytes, c.realistic_tokens)) {
     if (!c.only.empty() && w.name.find(c.only) == std::string::npos) continue;
     out["workloads"].push_back(RunWorkload(c, w));

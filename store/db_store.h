@@ -12,6 +12,7 @@
 #include <rocksdb/write_batch.h>
 
 #include <atomic>
+#include <boost/asio/thread_pool.hpp>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -199,6 +200,9 @@ class DbStore final : public Store {
   };
   // NotFound when no record has `key`; the value is not verified here.
   Status PinRecord(const std::string& key, PinnedRecord* out);
+  class PieceReader;
+  // Corruption: the record of `piece` is missing (a torn snapshot).
+  Status TornPiece(NamespaceId ns, const Prefix& prefix, uint32_t layer, const LayerPiece& piece);
   // PinRecord of one piece's record; a missing one is Corruption (a torn
   // snapshot).
   Status PinPiece(NamespaceId ns, const Prefix& prefix, uint32_t layer, const LayerPiece& piece,
@@ -288,6 +292,10 @@ class DbStore final : public Store {
   bool put_id_seeded_ = false;
   std::atomic<uint64_t> hits_{0}, misses_{0}, puts_{0}, duplicate_puts_{0}, evictions_{0},
       expirations_{0}, orphans_seen_{0}, orphans_removed_{0}, bytes_written_{0}, bytes_read_{0};
+
+  // ReadLayer's read-ahead: pieces are fetched here while the caller's
+  // thread verifies and delivers the ones before.
+  boost::asio::thread_pool read_pool_{2};
 
   std::mutex maint_mu_;
   std::condition_variable maint_cv_;

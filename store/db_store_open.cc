@@ -320,12 +320,14 @@ Status FormatVersionRefusal(const std::string& path, uint64_t version) {
   std::string why = "store " + path + " has format version " + std::to_string(version) +
                     "; this build reads version " + std::to_string(kStoreFormatVersion);
   if (version == 1) {
+    // The export format did not change with paged storage: the previous
+    // release's `auxstore export` output imports into this one.
     return Status::NotSupported(why +
-                                " (pages shared across snapshots). Convert it offline with "
-                                "`auxstore migrate " +
+                                " (pages shared across snapshots). Carry its snapshots over "
+                                "with the previous release's `auxstore export " +
                                 path +
-                                "` (the old store stays intact until the new one is "
-                                "complete); nothing was changed");
+                                " PREFIX DIR`, then `auxstore import NEWPATH DIR` with this "
+                                "one; nothing was changed");
   }
   return Status::NotSupported(why + (version > kStoreFormatVersion
                                          ? " (it was written by a newer auxstore); nothing was "

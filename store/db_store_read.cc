@@ -1,8 +1,11 @@
+#include <boost/asio/post.hpp>
 #include <cinttypes>
 #include <cstdio>
 #include <deque>
 #include <future>
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "auxstore/blob_hash.h"
 #include "format/envelope.h"
@@ -21,6 +24,63 @@ std::string Where(NamespaceId ns, const Prefix& prefix) {
 }
 
 }  // namespace
+
+// The records of one layer read piece by piece: one iterator per owner put,
+// kept across its pieces (they ascend through its key range, so most are
+// the next record or a short seek away in a block already read), its
+// blocks pinned so each value read stays valid until the reader goes. A
+// paged layer reads from many owners in turn; a fresh iterator per piece
+// cost more than the read itself (bench/RESULTS.md, chains).
+class DbStore::PieceReader {
+ public:
+  PieceReader(DbStore& s, NamespaceId ns) : s_(s), ns_(ns) {}
+
+  // The record of `piece` (of layer `layer`): NotFound when absent.
+  Status Read(uint32_t layer, const LayerPiece& piece, rocksdb::Slice* value) {
+    Owner* o;
+    {
+      std::lock_guard lock(mu_);
+      auto& slot = owners_[piece.owner];
+      if (!slot) slot = std::make_unique<Owner>();
+      o = slot.get();
+    }
+    const std::string key = RecordKey(ns_, piece.owner, layer, piece.array, piece.chunk);
+    std::lock_guard lock(o->mu);
+    if (!o->it) {
+      o->upper = PutRangeEnd(ns_, piece.owner);
+      o->upper_slice = o->upper;
+      rocksdb::ReadOptions r = HotReadOptions();
+      r.iterate_upper_bound = &o->upper_slice;
+      r.pin_data = true;
+      o->it.reset(s_.db_->NewIterator(r, s_.cf_[kRecords]));
+      o->it->Seek(key);
+    } else if (!(o->it->Valid() && o->it->key() == rocksdb::Slice(key))) {
+      if (o->it->Valid() && o->it->key().compare(key) < 0) o->it->Next();
+      if (!(o->it->Valid() && o->it->key() == rocksdb::Slice(key))) o->it->Seek(key);
+    }
+    if (!o->it->Valid()) {
+      if (!o->it->status().ok()) return FromRocks(o->it->status(), "read a record");
+      return Status::NotFound("no record");
+    }
+    if (o->it->key() != rocksdb::Slice(key)) return Status::NotFound("no record");
+    // With pin_data the value stays where it is until the iterator goes
+    // (a plain Put's value in a pinned block or the memtable's arena).
+    *value = o->it->value();
+    return Status::Ok();
+  }
+
+ private:
+  struct Owner {
+    std::mutex mu;
+    std::string upper;
+    rocksdb::Slice upper_slice;
+    std::unique_ptr<rocksdb::Iterator> it;
+  };
+  DbStore& s_;
+  const NamespaceId ns_;
+  std::mutex mu_;
+  std::map<PutId, std::unique_ptr<Owner>> owners_;
+};
 
 Result<Manifest> DecodeManifestRecord(const std::string& key, ByteSpan value) {
   AUXSTORE_ASSIGN_OR_RETURN(EnvelopeView env, DecodeEnvelope(Bytes(key), value));
@@ -134,11 +194,17 @@ Status DbStore::PinPiece(NamespaceId ns, const Prefix& prefix, uint32_t layer,
                          const LayerPiece& piece, PinnedRecord* record) {
   Status s = PinRecord(RecordKey(ns, piece.owner, layer, piece.array, piece.chunk), record);
   if (s.ok()) return s;
-  const std::string where = "layer " + std::to_string(layer) + " array " +
+  if (s.IsNotFound()) return TornPiece(ns, prefix, layer, piece);
+  return s.WithContext("layer " + std::to_string(layer) + " array " + std::to_string(piece.array) +
+                       " chunk " + std::to_string(piece.chunk) + " of put " + PutHex(piece.owner) +
+                       " (" + Where(ns, prefix) + ")");
+}
+
+Status DbStore::TornPiece(NamespaceId ns, const Prefix& prefix, uint32_t layer,
+                          const LayerPiece& piece) {
+  return Status::Corruption("snapshot is torn: missing layer " + std::to_string(layer) + " array " +
                             std::to_string(piece.array) + " chunk " + std::to_string(piece.chunk) +
-                            " of put " + PutHex(piece.owner) + " (" + Where(ns, prefix) + ")";
-  if (s.IsNotFound()) return Status::Corruption("snapshot is torn: missing " + where);
-  return s.WithContext(where);
+                            " of put " + PutHex(piece.owner) + " (" + Where(ns, prefix) + ")");
 }
 
 Status DbStore::VerifyPiece(NamespaceId ns, const Prefix& prefix, const LayerEntry& entry,
@@ -199,41 +265,48 @@ Status DbStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
     return entry->header.empty() ? Status::Ok() : sink(0, entry->header);
   }
   if (!entry->header.empty()) AUXSTORE_RETURN_IF_ERROR(sink(0, entry->header));
-  // Reads run up to kReadAhead pieces ahead on their own threads while this
-  // thread verifies (envelope and whole-blob hash in one pass) and delivers:
+  // Reads run up to kReadAhead pieces ahead on the read pool while this
+  // thread verifies (envelope and layer digest in one pass) and delivers:
   // cold reads overlap the disk with the CPU work (shared/perf-notes.md:
   // 0.80 -> 0.97 x raw).
   constexpr size_t kReadAhead = 2;
   struct Fetched {
     Status status;
-    PinnedRecord record;
+    rocksdb::Slice value;  // pinned by `reader`
   };
-  auto fetch = [this, ns, prefix, layer, &pieces](size_t i) {
-    auto f = std::make_unique<Fetched>();
-    f->status = PinPiece(ns, prefix, layer, pieces[i], &f->record);
+  PieceReader reader(*this, ns);
+  auto fetch = [&reader, layer, &pieces](size_t i) {
+    Fetched f;
+    f.status = reader.Read(layer, pieces[i], &f.value);
     return f;
   };
-  std::deque<std::future<std::unique_ptr<Fetched>>> ahead;
+  std::deque<std::future<Fetched>> ahead;
   size_t next = 0;
   auto refill = [&] {
     while (next < pieces.size() && ahead.size() < kReadAhead) {
-      // The first piece is read inline: small layers pay no thread start.
-      ahead.push_back(next == 0 ? std::async(std::launch::deferred, fetch, next)
-                                : std::async(std::launch::async, fetch, next));
+      // The first piece is read inline: small layers pay no hand-off.
+      if (next == 0) {
+        ahead.push_back(std::async(std::launch::deferred, fetch, next));
+      } else {
+        auto task =
+            std::make_shared<std::packaged_task<Fetched()>>([fetch, i = next] { return fetch(i); });
+        ahead.push_back(task->get_future());
+        boost::asio::post(read_pool_, [task] { (*task)(); });
+      }
       ++next;
     }
   };
   Status result;
   refill();
   for (size_t i = 0; i < pieces.size() && result.ok(); ++i) {
-    std::unique_ptr<Fetched> f = ahead.front().get();
+    Fetched f = ahead.front().get();
     ahead.pop_front();
     refill();
-    Status s = std::move(f->status);
+    Status s = std::move(f.status);
+    if (s.IsNotFound()) s = TornPiece(ns, prefix, layer, pieces[i]);
     ByteSpan bytes;
     if (s.ok()) {
-      s = VerifyPiece(ns, prefix, *entry, pieces[i], Bytes(f->record.value), &hasher, nullptr,
-                      &bytes);
+      s = VerifyPiece(ns, prefix, *entry, pieces[i], Bytes(f.value), &hasher, nullptr, &bytes);
     }
     if (!s.ok()) {
       result = PieceFailed(ns, prefix, m, layer, pieces[i], std::move(s));

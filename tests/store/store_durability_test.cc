@@ -166,7 +166,7 @@ TEST_F(StoreDurabilityTest, StoreOfANewerFormatVersionIsRefused) {
   EXPECT_NE(s.status().message().find("newer"), std::string::npos);
 }
 
-TEST_F(StoreDurabilityTest, StoreOfFormatVersionOneIsRefusedNamingTheMigration) {
+TEST_F(StoreDurabilityTest, StoreOfFormatVersionOneIsRefusedNamingTheWayForward) {
   Close();
   {
     RawDb raw(path());
@@ -184,7 +184,7 @@ TEST_F(StoreDurabilityTest, StoreOfFormatVersionOneIsRefusedNamingTheMigration) 
     EXPECT_EQ(s.status().code(), StatusCode::kNotSupported);
     EXPECT_NE(s.status().message().find("format version 1"), std::string::npos)
         << s.status().message();
-    EXPECT_NE(s.status().message().find("auxstore migrate"), std::string::npos)
+    EXPECT_NE(s.status().message().find("auxstore import"), std::string::npos)
         << s.status().message();
   }
 }
