@@ -320,14 +320,11 @@ Status FormatVersionRefusal(const std::string& path, uint64_t version) {
   std::string why = "store " + path + " has format version " + std::to_string(version) +
                     "; this build reads version " + std::to_string(kStoreFormatVersion);
   if (version == 1) {
-    // The export format did not change with paged storage: the previous
-    // release's `auxstore export` output imports into this one.
     return Status::NotSupported(why +
-                                " (pages shared across snapshots). Carry its snapshots over "
-                                "with the previous release's `auxstore export " +
-                                path +
-                                " PREFIX DIR`, then `auxstore import NEWPATH DIR` with this "
-                                "one; nothing was changed");
+                                " (pages shared across snapshots). Convert it offline with "
+                                "`auxstore migrate " +
+                                path + "` (crash-safe; the old store is kept at " + path +
+                                ".v1); nothing was changed");
   }
   return Status::NotSupported(why + (version > kStoreFormatVersion
                                          ? " (it was written by a newer auxstore); nothing was "

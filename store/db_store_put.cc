@@ -279,7 +279,7 @@ Status DbStore::PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t token
   }
   Manifest m;
   m.token_count = token_count;
-  m.created_unix_ms = NowUnixMs();
+  m.created_unix_ms = put.created_unix_ms.value_or(NowUnixMs());
   m.chunk_bytes = options_.chunk_bytes;
   m.token_digest = put.token_digest;
   m.put_id = put_id;

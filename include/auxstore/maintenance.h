@@ -116,4 +116,28 @@ Result<RepairReport> RepairStoreAt(const std::string& path, bool accept_data_los
 // Opens `path` for writing and compacts it (Store::Compact).
 Result<CompactReport> CompactStoreAt(const std::string& path, const CompactOptions& options);
 
+struct MigrateReport {
+  uint64_t from_version = 0, to_version = 0;
+  bool already_current = false;  // nothing to do (a finished migration is finished)
+  uint64_t namespaces = 0, snapshots = 0, bytes = 0;
+  // Snapshots of the old store that did not read back intact (a record
+  // missing or damaged, a blob whose XXH3 is not its manifest's): not
+  // carried over; the old store keeps them.
+  std::vector<CorruptSnapshot> skipped;
+  std::string backup;  // where the old store is kept: PATH.v1
+};
+
+// Converts a store of format version 1 (auxstore before paged storage) to
+// this build's version, offline (the old store's writer must be gone:
+// Busy otherwise). The new store is built beside it in PATH.migrate-tmp
+// from every snapshot that reads back intact (creation times and token
+// digests kept; layers stored whole), closed (synced), then swapped in
+// with one atomic rename (RENAME_EXCHANGE) and the old store kept at
+// PATH.v1. Crash-safe: killed at any point, PATH is the old store intact
+// or the new one complete, and running it again finishes the job (a
+// PATH.migrate-tmp beside a version-1 PATH is a partial new store and is
+// rebuilt; beside a migrated PATH it is the old store and becomes PATH.v1).
+// A PATH.v1 that already exists is refused (nothing is overwritten).
+Result<MigrateReport> MigrateStoreAt(const std::string& path);
+
 }  // namespace auxstore

@@ -85,6 +85,9 @@ struct PutOptions {
   // not stored yet are written. Without one, each layer is stored whole.
   std::span<const Prefix> block_chain;
   uint32_t block_size = 0;
+  // The creation time to store (unix ms) instead of now: `import` and
+  // `migrate` keep the original's, so TTL expiry counts from it.
+  std::optional<int64_t> created_unix_ms;
 };
 
 struct StoreStats {

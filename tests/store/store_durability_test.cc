@@ -184,7 +184,7 @@ TEST_F(StoreDurabilityTest, StoreOfFormatVersionOneIsRefusedNamingTheWayForward)
     EXPECT_EQ(s.status().code(), StatusCode::kNotSupported);
     EXPECT_NE(s.status().message().find("format version 1"), std::string::npos)
         << s.status().message();
-    EXPECT_NE(s.status().message().find("auxstore import"), std::string::npos)
+    EXPECT_NE(s.status().message().find("auxstore migrate"), std::string::npos)
         << s.status().message();
   }
 }

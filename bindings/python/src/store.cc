@@ -147,6 +147,7 @@ py::dict StatsDict(const auxstore_stats_t& s) {
   AUXPY_FIELD(bytes_read)
   AUXPY_FIELD(capacity_bytes)
   AUXPY_FIELD(leases)
+  AUXPY_FIELD(unique_bytes)
 #undef AUXPY_FIELD
   d["index_ready"] = s.index_ready != 0;
   d["fenced"] = s.fenced != 0;
@@ -291,7 +292,10 @@ void RegisterStore(py::module_& m) {
                ", dsa_capacity=" + std::to_string(g.dsa_capacity) + ")";
       });
 
-  py::class_<auxstore_layer_info_t>(m, "LayerInfo", "One layer of a stored snapshot's manifest.")
+  py::class_<auxstore_layer_info_t>(m, "LayerInfo",
+                                    "One layer of a stored snapshot's manifest; xxh3 is the layer "
+                                    "digest (XXH3-64 over the header and each page's and tail's "
+                                    "XXH3-64), not a plain XXH3 of the blob.")
       .def_readonly("layer", &auxstore_layer_info_t::layer)
       .def_readonly("kind", &auxstore_layer_info_t::kind)
       .def_readonly("bytes", &auxstore_layer_info_t::bytes)
@@ -344,6 +348,9 @@ void RegisterStore(py::module_& m) {
       .def_readonly("bytes_read", &auxstore_stats_t::bytes_read)
       .def_readonly("capacity_bytes", &auxstore_stats_t::capacity_bytes)
       .def_readonly("leases", &auxstore_stats_t::leases)
+      .def_readonly("unique_bytes", &auxstore_stats_t::unique_bytes,
+                    "The bytes stored for the snapshots, each shared page once (what "
+                    "capacity_bytes budgets); payload_bytes counts every snapshot in full.")
       .def_property_readonly("index_ready",
                              [](const auxstore_stats_t& s) { return s.index_ready != 0; })
       .def_property_readonly("fenced", [](const auxstore_stats_t& s) { return s.fenced != 0; })
@@ -383,7 +390,7 @@ void RegisterStore(py::module_& m) {
       "register_namespace",
       [](Store& s, const std::string& model_id, std::optional<auxstore_geometry_t> geometry,
          std::optional<std::string> weight_revision, uint32_t tp_rank, uint32_t tp_world_size,
-         py::object opaque_layers) {
+         py::object opaque_layers, uint32_t page_tokens) {
         std::vector<auxstore_opaque_layer_desc_t> descs;
         if (!opaque_layers.is_none()) {
           for (py::handle item : py::iter(opaque_layers)) {
@@ -426,6 +433,7 @@ void RegisterStore(py::module_& m) {
         ns.geometry = geometry.value_or(auxstore_geometry_t{});
         ns.n_opaque_layers = descs.size();
         ns.opaque_layers = descs.empty() ? nullptr : descs.data();
+        ns.page_tokens = page_tokens;
         uint64_t id = 0;
         py::gil_scoped_release release;
         s.With([&](auxstore_t* db) {
@@ -435,33 +443,49 @@ void RegisterStore(py::module_& m) {
       },
       py::arg("model_id"), py::arg("geometry") = py::none(), py::kw_only(),
       py::arg("weight_revision") = py::none(), py::arg("tp_rank") = 0, py::arg("tp_world_size") = 1,
-      py::arg("opaque_layers") = py::none(),
+      py::arg("opaque_layers") = py::none(), py::arg("page_tokens") = 0,
       "Registers (idempotently) a namespace: model id, weight revision, TP rank / world size, "
-      "geometry and the declared opaque layers [(layer, dtype, shape), ...]. Returns its id.");
+      "geometry, the declared opaque layers [(layer, dtype, shape), ...] and page_tokens (rows "
+      "per stored page of QSA/DSA layers, a multiple of the chained puts' block_size; 0: each "
+      "put's block_size). Every one is part of the id. Returns it.");
 
   store.def(
       "put",
       [](Store& s, uint64_t ns, py::handle prefix, uint64_t token_count, py::handle layers,
-         py::handle token_digest) {
+         py::handle token_digest, py::handle block_chain, uint32_t block_size) {
         const Prefix p = ToPrefix(prefix);
         Layers ls = ToLayers(layers);
         std::optional<Prefix> digest;
         if (!token_digest.is_none()) digest = ToPrefix(token_digest, "token_digest");
+        std::vector<Prefix> chain;
+        if (!block_chain.is_none()) chain = ToPrefixes(block_chain, "block_chain");
+        auxstore_put_options_t o{};
+        o.struct_size = sizeof o;
+        o.token_digest = digest ? digest->data() : nullptr;
+        o.block_chain =
+            chain.empty() ? nullptr : reinterpret_cast<const uint8_t(*)[16]>(chain.data());
+        o.n_blocks = chain.size();
+        o.block_size = block_size;
         py::gil_scoped_release release;
         s.With([&](auxstore_t* db) {
           Check([&](char** e) {
-            return digest ? auxstore_put_snapshot_with_digest(db, ns, p.data(), token_count,
-                                                              digest->data(), ls.c.size(),
-                                                              ls.c.data(), e)
-                          : auxstore_put_snapshot(db, ns, p.data(), token_count, ls.c.size(),
-                                                  ls.c.data(), e);
+            return auxstore_put_snapshot_ex(db, ns, p.data(), token_count, ls.c.size(), ls.c.data(),
+                                            &o, e);
           });
         });
       },
       py::arg("ns"), py::arg("prefix"), py::arg("token_count"), py::arg("layers"), py::kw_only(),
-      py::arg("token_digest") = py::none(),
+      py::arg("token_digest") = py::none(), py::arg("block_chain") = py::none(),
+      py::arg("block_size") = 0,
       "Writes a snapshot synchronously. `layers`: [(layer, kind, data), ...] or "
-      "{layer: (kind, data)}; each data any C-contiguous buffer, read in place (no copy).");
+      "{layer: (kind, data)}; each data any C-contiguous buffer, read in place (no copy). "
+      "`token_digest`: token_digest() of the tokens the prefix covers (longest_prefix_for_tokens "
+      "checks it). `block_chain` (with `block_size`): the chained hashes of the snapshot's "
+      "tokens, one per complete block (prefix_hash(tokens, block_size, salt), a list of 16-byte "
+      "prefixes or an (n, 16) uint8 array; at most token_count // block_size): QSA and DSA rows "
+      "are then stored in pages shared with every snapshot of the namespace along that chain, "
+      "only pages not stored yet written. A bad chain raises InvalidArgumentError, nothing "
+      "written.");
 
   store.def(
       "batch_put",

@@ -1,13 +1,15 @@
 """docs/python.md's Python blocks run as written: the complete example, and
-the metrics and log-hook snippets with the `store`, `pipeline` and `path`
-they name."""
+the metrics, log-hook and paged-put snippets with the `store`, `pipeline`,
+`path` (...) they name."""
 
 import os
 import re
 
+import numpy as np
 import pytest
 
 import auxstore
+from conftest import HD, RATIO, bf16
 
 DOC = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "python.md")
 
@@ -31,7 +33,7 @@ def run(code, **names):
 
 def test_every_python_block_is_run_here():
     # A new block in docs/python.md needs a test below.
-    assert len(blocks()) == 3
+    assert len(blocks()) == 4
 
 
 def test_the_example_in_docs_python_md_runs(capsys):
@@ -57,3 +59,20 @@ def test_the_metrics_snippet_runs(store, ns, pipeline):
 
 def test_the_log_hook_snippet_runs(store_path):
     run(block_with("my_callable", "log_to"), auxstore=auxstore, path=store_path)
+
+
+def test_the_paged_put_snippet_runs(store, ns):
+    tokens = list(range(500, 628))
+    raw = bf16(128 * HD, 3)
+
+    def qsa(n):
+        return np.concatenate([np.array([n, n // RATIO], "<u8").view(np.uint8),
+                               raw[:n * HD].view(np.uint8)])
+
+    run(block_with("block_chain=chain[:4]"), auxstore=auxstore, store=store, ns=ns,
+        tokens=tokens, qsa_64=qsa(64), qsa_128=qsa(128))
+    chain = auxstore.prefix_hash(tokens, 16, 0)
+    assert bytes(store.get_layer(ns, chain[7], 0)) == qsa(128).tobytes()
+    st = store.stats()
+    assert st.payload_bytes == qsa(64).size + qsa(128).size
+    assert st.unique_bytes == 128 * HD * 2  # the 64 shared rows once

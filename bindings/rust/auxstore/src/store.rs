@@ -239,7 +239,7 @@ impl Store {
 
     /// Registers (idempotently) a namespace with its whole identity: model
     /// id, weight revision, TP rank / world size, geometry, declared opaque
-    /// layers.
+    /// layers, page size.
     pub fn register_namespace_ex(&self, spec: &NamespaceSpec) -> Result<Namespace> {
         let model = cstring("auxstore::Store::register_namespace_ex: model_id", &spec.model_id)?;
         let revision = match &spec.weight_revision {
@@ -273,7 +273,7 @@ impl Store {
             geometry: spec.geometry.to_c(),
             n_opaque_layers: descs.len(),
             opaque_layers: if descs.is_empty() { ptr::null() } else { descs.as_ptr() },
-            page_tokens: 0,
+            page_tokens: spec.page_tokens,
         };
         let mut ns = 0u64;
         check(|e| unsafe { sys::auxstore_register_namespace_ex(self.as_raw(), &c, &mut ns, e) })?;
@@ -322,6 +322,43 @@ impl Store {
                 digest.0.as_ptr(),
                 c.len(),
                 c.as_ptr(),
+                e,
+            )
+        })
+    }
+
+    /// `put_snapshot` with options (`auxstore_put_snapshot_ex`): a token
+    /// digest, and a block chain that stores the QSA/DSA rows in pages
+    /// shared with the other snapshots of the chain (a growing sequence's
+    /// turns then write only their new rows). The chain is checked before
+    /// anything is written (`InvalidArgument`: a chain without a block size,
+    /// longer than `token_count / block_size`, or blocks that do not divide
+    /// the namespace's `page_tokens`).
+    pub fn put_snapshot_with(
+        &self,
+        ns: Namespace,
+        prefix: &Prefix,
+        token_count: u64,
+        layers: &[Layer<'_>],
+        options: &PutOptions<'_>,
+    ) -> Result<()> {
+        let c = Store::c_layers(layers);
+        let o = sys::auxstore_put_options_t {
+            struct_size: std::mem::size_of::<sys::auxstore_put_options_t>(),
+            token_digest: options.token_digest.as_ref().map_or(ptr::null(), |d| d.0.as_ptr()),
+            block_chain: Store::candidates(options.block_chain),
+            n_blocks: options.block_chain.len(),
+            block_size: options.block_size,
+        };
+        check(|e| unsafe {
+            sys::auxstore_put_snapshot_ex(
+                self.as_raw(),
+                ns.0,
+                prefix.0.as_ptr(),
+                token_count,
+                c.len(),
+                c.as_ptr(),
+                &o,
                 e,
             )
         })
@@ -491,7 +528,7 @@ impl Store {
         Ok(found.iter().zip(counts).map(|(&f, c)| if f != 0 { Some(c) } else { None }).collect())
     }
 
-    /// One whole layer, every chunk checksum and the whole-blob XXH3
+    /// One whole layer, every chunk checksum and the layer digest
     /// verified (a mismatch: `Corruption`, and the snapshot is quarantined).
     pub fn get_layer(&self, ns: Namespace, prefix: &Prefix, layer: u32) -> Result<Bytes> {
         let (mut data, mut size) = (ptr::null_mut(), 0usize);

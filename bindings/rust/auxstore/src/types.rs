@@ -198,6 +198,10 @@ pub struct NamespaceSpec {
     pub geometry: Geometry,
     /// Ascending, unique layers.
     pub opaque_layers: Vec<OpaqueLayer>,
+    /// Rows per stored page of QSA/DSA layers (part of the id): a multiple
+    /// of the block size of the chained puts ([`PutOptions::block_chain`]);
+    /// 0 (the default): each chained put's block size.
+    pub page_tokens: u32,
 }
 
 impl NamespaceSpec {
@@ -210,6 +214,7 @@ impl NamespaceSpec {
             tp_world_size: 1,
             geometry,
             opaque_layers: Vec::new(),
+            page_tokens: 0,
         }
     }
 }
@@ -228,13 +233,50 @@ impl<'a> Layer<'a> {
     }
 }
 
+/// How a snapshot is put ([`crate::Store::put_snapshot_with`],
+/// `auxstore_put_options_t`). [`Default`] is none: no digest, each layer
+/// stored whole. Built by chaining:
+/// `PutOptions::new().token_digest(d).block_chain(&chain, 16)`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PutOptions<'a> {
+    /// Stored in the manifest; `longest_prefix_for_tokens` then checks it.
+    pub token_digest: Option<TokenDigest>,
+    /// The chained prefix hashes of the snapshot's tokens, one per complete
+    /// block of `block_size` tokens ([`crate::prefix_hashes`], or the
+    /// engine's own chain), shortest first; at most `token_count /
+    /// block_size` of them. Non-empty: QSA and DSA rows are stored in pages
+    /// shared with every snapshot of the same namespace and chain, and only
+    /// pages not stored yet are written (docs/format.md, "Pages").
+    pub block_chain: &'a [Prefix],
+    /// Tokens per block of `block_chain` (> 0 with a chain).
+    pub block_size: u32,
+}
+
+impl<'a> PutOptions<'a> {
+    pub fn new() -> PutOptions<'a> {
+        PutOptions::default()
+    }
+    /// Stores the digest of the tokens the prefix covers ([`crate::token_digest`]).
+    pub fn token_digest(mut self, digest: TokenDigest) -> Self {
+        self.token_digest = Some(digest);
+        self
+    }
+    /// Stores QSA/DSA rows in pages shared along `chain` (blocks of `block_size` tokens).
+    pub fn block_chain(mut self, chain: &'a [Prefix], block_size: u32) -> Self {
+        self.block_chain = chain;
+        self.block_size = block_size;
+        self
+    }
+}
+
 /// One layer of a stored snapshot, as its manifest describes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LayerInfo {
     pub layer: u32,
     pub kind: Kind,
     pub bytes: u64,
-    /// XXH3-64 of the whole blob.
+    /// The layer digest: XXH3-64 over the blob's header and each page's and
+    /// tail's XXH3-64 (not a plain XXH3 of the blob).
     pub xxh3: u64,
 }
 
@@ -276,6 +318,8 @@ pub struct PrefixMatch {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Stats {
     pub snapshots: u64,
+    /// Every snapshot's layers in full (a page shared by n snapshots counts n
+    /// times).
     pub payload_bytes: u64,
     pub hits: u64,
     pub misses: u64,
@@ -297,6 +341,9 @@ pub struct Stats {
     pub index_ready: bool,
     /// A write failed: reopen to write again.
     pub fenced: bool,
+    /// The bytes stored for the snapshots, each shared page once: what
+    /// `capacity_bytes` budgets.
+    pub unique_bytes: u64,
 }
 
 impl From<sys::auxstore_stats_t> for Stats {
@@ -322,6 +369,7 @@ impl From<sys::auxstore_stats_t> for Stats {
             leases: s.leases,
             index_ready: s.index_ready != 0,
             fenced: s.fenced != 0,
+            unique_bytes: s.unique_bytes,
         }
     }
 }
