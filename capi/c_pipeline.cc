@@ -44,6 +44,50 @@ Status CheckRestore(const auxstore_pipeline_t* p, const uint8_t* prefix,
   return ToTargets(p, targets, n, out);
 }
 
+Status Snapshot(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t prefix[16],
+                uint64_t token_count, const auxstore_snapshot_source_t* sources, size_t n,
+                uint64_t stream, const auxstore_put_options_t* options) {
+  AUXSTORE_RETURN_IF_ERROR(NotNull(pipeline, "pipeline"));
+  AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
+  if (n == 0) return Status::InvalidArgument("no snapshot sources (n is 0)");
+  AUXSTORE_RETURN_IF_ERROR(NotNull(sources, "sources"));
+  auxstore::SnapshotSources map;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string at = "sources[" + std::to_string(i) + "]";
+    const auxstore_state_t* s = sources[i].state;
+    if (s == nullptr) return Status::InvalidArgument(at + ".state is NULL");
+    if (s->backend != pipeline->backend) {
+      return Status::InvalidArgument(at + ".state lives on another backend than the pipeline's");
+    }
+    if (!map.emplace(sources[i].layer, s->state.get()).second) {
+      return Status::InvalidArgument(at + ".layer " + std::to_string(sources[i].layer) +
+                                     " repeats an earlier source's layer");
+    }
+  }
+  auxstore::SnapshotOptions o;
+  if (options != nullptr) {
+    if (options->struct_size < sizeof(auxstore_put_options_t)) {
+      return Status::InvalidArgument("options->struct_size is " +
+                                     std::to_string(options->struct_size) +
+                                     ", expected sizeof(auxstore_put_options_t)");
+    }
+    if (options->token_digest != nullptr) {
+      auxstore::TokenDigest d;
+      std::memcpy(d.bytes.data(), options->token_digest, 16);
+      o.token_digest = d;
+    }
+    if (options->n_blocks > 0) {
+      AUXSTORE_RETURN_IF_ERROR(NotNull(options->block_chain, "options->block_chain"));
+    }
+    for (size_t i = 0; i < options->n_blocks; ++i) {
+      o.block_chain.push_back(auxstore::capi::ToPrefix(options->block_chain[i]));
+    }
+    o.block_size = options->block_size;
+  }
+  return pipeline->pipeline->Snapshot(ns, auxstore::capi::ToPrefix(prefix), token_count, map,
+                                      stream, std::move(o));
+}
+
 }  // namespace
 
 extern "C" {
@@ -136,26 +180,16 @@ int auxstore_pipeline_stats(const auxstore_pipeline_t* pipeline, auxstore_pipeli
 int auxstore_snapshot(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t prefix[16],
                       uint64_t token_count, const auxstore_snapshot_source_t* sources, size_t n,
                       uint64_t stream, char** errmsg) {
-  return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNull(pipeline, "pipeline"));
-    AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
-    if (n == 0) return Status::InvalidArgument("no snapshot sources (n is 0)");
-    AUXSTORE_RETURN_IF_ERROR(NotNull(sources, "sources"));
-    auxstore::SnapshotSources map;
-    for (size_t i = 0; i < n; ++i) {
-      const std::string at = "sources[" + std::to_string(i) + "]";
-      const auxstore_state_t* s = sources[i].state;
-      if (s == nullptr) return Status::InvalidArgument(at + ".state is NULL");
-      if (s->backend != pipeline->backend) {
-        return Status::InvalidArgument(at + ".state lives on another backend than the pipeline's");
-      }
-      if (!map.emplace(sources[i].layer, s->state.get()).second) {
-        return Status::InvalidArgument(at + ".layer " + std::to_string(sources[i].layer) +
-                                       " repeats an earlier source's layer");
-      }
-    }
-    return pipeline->pipeline->Snapshot(ns, auxstore::capi::ToPrefix(prefix), token_count, map,
-                                        stream);
+  return Guard(__func__, errmsg, [&] {
+    return Snapshot(pipeline, ns, prefix, token_count, sources, n, stream, nullptr);
+  });
+}
+
+int auxstore_snapshot_ex(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t prefix[16],
+                         uint64_t token_count, const auxstore_snapshot_source_t* sources, size_t n,
+                         uint64_t stream, const auxstore_put_options_t* options, char** errmsg) {
+  return Guard(__func__, errmsg, [&] {
+    return Snapshot(pipeline, ns, prefix, token_count, sources, n, stream, options);
   });
 }
 

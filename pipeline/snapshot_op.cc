@@ -18,10 +18,15 @@ struct SnapshotJob {
   uint64_t token_count = 0;
   std::vector<LayerBlob> layers;  // spans into `buffer`
   uint8_t* buffer = nullptr;
+  SnapshotOptions options;
 };
 
 void WriteSnapshot(GpuPipeline::Core& core, const SnapshotJob& job) {
-  Status st = core.store().PutSnapshot(job.ns, job.prefix, job.token_count, job.layers);
+  PutOptions put;
+  put.token_digest = job.options.token_digest;
+  put.block_chain = job.options.block_chain;
+  put.block_size = job.options.block_size;
+  Status st = core.store().PutSnapshot(job.ns, job.prefix, job.token_count, job.layers, put);
   core.arena().Free(job.buffer);
   uint64_t bytes = 0;
   for (const LayerBlob& l : job.layers) bytes += l.bytes.size();
@@ -32,7 +37,24 @@ void WriteSnapshot(GpuPipeline::Core& core, const SnapshotJob& job) {
 
 Status GpuPipeline::Snapshot(NamespaceId ns, const Prefix& prefix, uint64_t token_count,
                              const SnapshotSources& sources, StreamHandle stream) {
+  return Snapshot(ns, prefix, token_count, sources, stream, SnapshotOptions{});
+}
+
+Status GpuPipeline::Snapshot(NamespaceId ns, const Prefix& prefix, uint64_t token_count,
+                             const SnapshotSources& sources, StreamHandle stream,
+                             SnapshotOptions options) {
   if (sources.empty()) return Status::InvalidArgument("snapshot: no layers");
+  if (!options.block_chain.empty()) {  // the store's own checks, before anything is enqueued
+    if (options.block_size == 0) {
+      return Status::InvalidArgument("snapshot: a block chain needs a block size");
+    }
+    if (options.block_chain.size() > token_count / options.block_size) {
+      return Status::InvalidArgument(
+          "snapshot: the block chain has " + std::to_string(options.block_chain.size()) +
+          " blocks of " + std::to_string(options.block_size) +
+          " tokens, more than the snapshot's " + std::to_string(token_count) + " tokens");
+    }
+  }
   std::vector<std::pair<uint32_t, SnapshotPlan>> plans;
   uint64_t total = 0;
   for (const auto& [index, state] : sources) {
@@ -54,6 +76,7 @@ Status GpuPipeline::Snapshot(NamespaceId ns, const Prefix& prefix, uint64_t toke
   job->prefix = prefix;
   job->token_count = token_count;
   job->buffer = buffer;
+  job->options = std::move(options);
   Status st;
   uint64_t off = 0;
   for (const auto& [index, plan] : plans) {

@@ -530,6 +530,13 @@ typedef struct auxstore_snapshot_source_t {
 int auxstore_snapshot(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t prefix[16],
                       uint64_t token_count, const auxstore_snapshot_source_t* sources, size_t n,
                       uint64_t stream, char** errmsg);
+/* auxstore_snapshot put with `options` (NULL: none): a token digest, and a
+ * block chain so the QSA/DSA rows go into pages shared with the chain's
+ * other snapshots (auxstore_put_snapshot_ex). A bad chain is refused
+ * before anything is enqueued. */
+int auxstore_snapshot_ex(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t prefix[16],
+                         uint64_t token_count, const auxstore_snapshot_source_t* sources, size_t n,
+                         uint64_t stream, const auxstore_put_options_t* options, char** errmsg);
 /* Waits until every accepted snapshot is written; the first write error
  * since the last flush. */
 int auxstore_pipeline_flush(auxstore_pipeline_t* pipeline, char** errmsg);

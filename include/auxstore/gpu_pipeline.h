@@ -140,6 +140,13 @@ class RestoreHandle {
   virtual std::vector<uint32_t> LayersDone() const = 0;
 };
 
+// How GpuPipeline::Snapshot puts a snapshot (PutOptions, owned).
+struct SnapshotOptions {
+  std::optional<TokenDigest> token_digest;
+  std::vector<Prefix> block_chain;
+  uint32_t block_size = 0;
+};
+
 class GpuPipeline {
  public:
   // `store` and `gpu` must outlive the pipeline.
@@ -169,6 +176,13 @@ class GpuPipeline {
   // The sources may change once `stream` has passed the copies.
   Status Snapshot(NamespaceId ns, const Prefix& prefix, uint64_t token_count,
                   const SnapshotSources& sources, StreamHandle stream);
+  // The same, put with `options` (a token digest; a block chain, so the
+  // QSA/DSA rows go into pages shared with the chain's other snapshots:
+  // only pages not yet stored are written. The D2H still copies every row).
+  // A chain without a block size, or longer than token_count / block_size,
+  // is refused here, before anything is enqueued.
+  Status Snapshot(NamespaceId ns, const Prefix& prefix, uint64_t token_count,
+                  const SnapshotSources& sources, StreamHandle stream, SnapshotOptions options);
   // Waits until every accepted snapshot is written; returns the first write
   // error since the last Flush.
   Status Flush();

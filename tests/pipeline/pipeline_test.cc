@@ -40,6 +40,49 @@ TEST_F(PipelineTest, SnapshotThenRestoreIsBitExactIncludingRepool) {
   EXPECT_GT(stats.staging_waits, 0u) << "3 staging buffers bound a multi-chunk restore";
 }
 
+TEST_F(PipelineTest, ChainedWriteBehindSnapshotsShareTheirCommonQsaPages) {
+  // Two turns of one sequence: Filled() draws the QSA rows first, so the
+  // first 128 rows of the 256-token turn are the 128-token turn's.
+  auto p = MakePipeline();
+  std::vector<uint32_t> tokens(256);
+  for (uint32_t t = 0; t < 256; ++t) tokens[t] = 7 + t;
+  const auto chain = PrefixHashes(tokens, 16, 0);
+  Sequence first = Filled(3, 128), second = Filled(3, 256);
+  const Prefix a = chain[7], b = chain[15];
+  SnapshotOptions oa;
+  oa.block_chain.assign(chain.begin(), chain.begin() + 8);
+  oa.block_size = 16;
+  ASSERT_TRUE(p->Snapshot(ns_, a, 128, first.sources(), stream_, oa).ok());
+  ASSERT_TRUE(p->Flush().ok());
+  SnapshotOptions ob;
+  ob.block_chain = chain;
+  ob.block_size = 16;
+  ASSERT_TRUE(p->Snapshot(ns_, b, 256, second.sources(), stream_, ob).ok());
+  ASSERT_TRUE(p->Flush().ok());
+  const Manifest ma = store_->GetManifest(ns_, a).value(), mb = store_->GetManifest(ns_, b).value();
+  const LayerEntry* qsa = mb.FindLayer(0);
+  ASSERT_NE(qsa, nullptr);
+  ASSERT_EQ(qsa->runs.size(), 2u);
+  EXPECT_EQ(qsa->runs[0].owner, ma.put_id) << "pages 0-7 come from the first turn";
+  EXPECT_EQ(qsa->runs[0].pages, 8u);
+  EXPECT_EQ(qsa->runs[1].owner, mb.put_id);
+  EXPECT_LT(store_->Stats().unique_bytes, store_->Stats().payload_bytes);
+  Sequence dst = Fresh();
+  Status st = p->Restore(ns_, b, dst.targets(), stream_).get();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ExpectSame(second, dst);
+
+  // A chain the store would refuse is refused before anything is enqueued.
+  SnapshotOptions bad;
+  bad.block_chain = chain;
+  EXPECT_TRUE(
+      p->Snapshot(ns_, PrefixFromSeed(9), 256, second.sources(), stream_, bad).IsInvalidArgument());
+  bad.block_size = 16;
+  EXPECT_TRUE(
+      p->Snapshot(ns_, PrefixFromSeed(9), 200, second.sources(), stream_, bad).IsInvalidArgument());
+  EXPECT_EQ(p->stats().snapshots_written, 2u);
+}
+
 TEST_F(PipelineTest, RestoreCallbackForm) {
   auto p = MakePipeline();
   Sequence src = Filled(2);

@@ -424,6 +424,7 @@ c_api! {
     pub fn auxstore_pipeline_stream(pipeline: *const auxstore_pipeline_t) -> u64;
     pub fn auxstore_pipeline_stats(pipeline: *const auxstore_pipeline_t, out: *mut auxstore_pipeline_stats_t, errmsg: *mut *mut c_char) -> c_int;
     pub fn auxstore_snapshot(pipeline: *mut auxstore_pipeline_t, ns: u64, prefix: *const u8, token_count: u64, sources: *const auxstore_snapshot_source_t, n: usize, stream: u64, errmsg: *mut *mut c_char) -> c_int;
+    pub fn auxstore_snapshot_ex(pipeline: *mut auxstore_pipeline_t, ns: u64, prefix: *const u8, token_count: u64, sources: *const auxstore_snapshot_source_t, n: usize, stream: u64, options: *const auxstore_put_options_t, errmsg: *mut *mut c_char) -> c_int;
     pub fn auxstore_pipeline_flush(pipeline: *mut auxstore_pipeline_t, errmsg: *mut *mut c_char) -> c_int;
 
     // ---- restores with a handle ----------------------------------------------------------------
