@@ -43,7 +43,9 @@ bool IsQsaLayer(uint32_t layer) { return layer % 2 == 0; }
 
 std::vector<uint8_t> LayerBlobBytes(const NamespaceSpec& s, uint32_t seq, uint32_t layer,
                                     uint64_t tokens) {
-  const uint64_t seed = (uint64_t{seq} << 40) ^ (uint64_t{layer} << 20) ^ tokens;
+  // Append-only, as an engine's are: the rows of a sequence's first n tokens
+  // are the same in every longer snapshot of it (so its snapshots share pages).
+  const uint64_t seed = (uint64_t{seq} << 40) ^ (uint64_t{layer} << 20);
   auto bytes_of = [](const std::vector<uint16_t>& v) {
     std::vector<uint8_t> b(v.size() * 2);
     std::memcpy(b.data(), v.data(), b.size());  // little-endian host, as the format
