@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
     m.put_id = 0x77 + i;
     m.page_tokens = 4;
     for (int l = 0; l < i + 1; ++l) {
-      const uint64_t rows = 50u * l + 9;
+      const uint64_t rows = 50u * l + 13;  // >= the 3 pages of 4 rows layer 0 has
       const uint32_t layer = static_cast<uint32_t>(l * 2);
       switch (l % 3) {
         case 0: {  // QSA, pages 0-1 shared from another put, page 2 its own
