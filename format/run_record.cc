@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include "format/byte_order.h"
+#include "format/byte_reader.h"
 
 namespace auxstore {
 
@@ -15,28 +16,7 @@ namespace {
 
 constexpr uint32_t kRunVersion = 1;
 
-class Reader {
- public:
-  explicit Reader(ByteSpan in) : in_(in) {}
-  bool U8(uint8_t* v) { return Take(1) && (*v = in_[pos_ - 1], true); }
-  bool U32(uint32_t* v) { return Take(4) && (*v = GetLE32(in_.data() + pos_ - 4), true); }
-  bool U64(uint64_t* v) { return Take(8) && (*v = GetLE64(in_.data() + pos_ - 8), true); }
-  bool Raw(uint8_t* out, size_t n) {
-    if (!Take(n)) return false;
-    std::copy(in_.begin() + (pos_ - n), in_.begin() + pos_, out);
-    return true;
-  }
-  size_t remaining() const { return in_.size() - pos_; }
-
- private:
-  bool Take(size_t n) {
-    if (in_.size() - pos_ < n) return false;
-    pos_ += n;
-    return true;
-  }
-  ByteSpan in_;
-  size_t pos_ = 0;
-};
+using Reader = internal::ByteReader;
 
 Status Truncated() { return Status::Corruption("run record truncated"); }
 
@@ -85,7 +65,7 @@ Result<RunRecord> DecodeRunRecord(ByteSpan payload) {
   if (version != kRunVersion) {
     return Status::Corruption("run record has unknown version " + std::to_string(version));
   }
-  if (!rd.Raw(r.prefix.bytes.data(), 16) || !rd.U32(&r.page_tokens) || !rd.U32(&r.chunk_bytes) ||
+  if (!rd.Bytes(r.prefix.bytes.data(), 16) || !rd.U32(&r.page_tokens) || !rd.U32(&r.chunk_bytes) ||
       !rd.U32(&r.chain_first_page) || !rd.U32(&chain)) {
     return Truncated();
   }
@@ -95,7 +75,7 @@ Result<RunRecord> DecodeRunRecord(ByteSpan payload) {
     return Status::Corruption("run record's pages pass 2^32");
   }
   r.chain.resize(chain);
-  for (Prefix& p : r.chain) (void)rd.Raw(p.bytes.data(), 16);
+  for (Prefix& p : r.chain) (void)rd.Bytes(p.bytes.data(), 16);
   if (!rd.U32(&layers)) return Truncated();
   if (layers > rd.remaining() / 14) return Truncated();
   r.layers.resize(layers);
