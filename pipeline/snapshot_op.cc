@@ -44,17 +44,10 @@ Status GpuPipeline::Snapshot(NamespaceId ns, const Prefix& prefix, uint64_t toke
                              const SnapshotSources& sources, StreamHandle stream,
                              SnapshotOptions options) {
   if (sources.empty()) return Status::InvalidArgument("snapshot: no layers");
-  if (!options.block_chain.empty()) {  // the store's own checks, before anything is enqueued
-    if (options.block_size == 0) {
-      return Status::InvalidArgument("snapshot: a block chain needs a block size");
-    }
-    if (options.block_chain.size() > token_count / options.block_size) {
-      return Status::InvalidArgument(
-          "snapshot: the block chain has " + std::to_string(options.block_chain.size()) +
-          " blocks of " + std::to_string(options.block_size) +
-          " tokens, more than the snapshot's " + std::to_string(token_count) + " tokens");
-    }
-  }
+  AUXSTORE_RETURN_IF_ERROR(
+      CheckBlockChain(options.block_chain.size(), options.block_size, token_count)
+          .WithContext("snapshot"));
+
   std::vector<std::pair<uint32_t, SnapshotPlan>> plans;
   uint64_t total = 0;
   for (const auto& [index, state] : sources) {

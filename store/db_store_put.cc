@@ -124,19 +124,13 @@ Status DbStore::PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t token
   // ---- 1. validate everything before writing anything
   const bool chained = !put.block_chain.empty();
   uint32_t page_tokens = 0;
+  AUXSTORE_RETURN_IF_ERROR(CheckBlockChain(put.block_chain.size(), put.block_size, token_count));
   if (chained) {
-    if (put.block_size == 0) return Status::InvalidArgument("a block chain needs a block size");
     page_tokens = spec->page_tokens ? spec->page_tokens : put.block_size;
     if (page_tokens % put.block_size != 0) {
       return Status::InvalidArgument("the namespace's page of " + std::to_string(page_tokens) +
                                      " tokens is not a whole number of " +
                                      std::to_string(put.block_size) + "-token blocks");
-    }
-    if (put.block_chain.size() > token_count / put.block_size) {
-      return Status::InvalidArgument(
-          "the block chain has " + std::to_string(put.block_chain.size()) + " blocks of " +
-          std::to_string(put.block_size) + " tokens, more than the snapshot's " +
-          std::to_string(token_count) + " tokens");
     }
   }
   std::vector<LayerBlob> sorted(layers.begin(), layers.end());
@@ -400,3 +394,19 @@ Status DbStore::ForEachRecord(NamespaceId ns, PutId put, std::span<const OwnStre
 }
 
 }  // namespace auxstore::store_internal
+
+namespace auxstore {
+
+Status CheckBlockChain(size_t blocks, uint32_t block_size, uint64_t token_count) {
+  if (blocks == 0) return Status::Ok();
+  if (block_size == 0) return Status::InvalidArgument("a block chain needs a block size");
+  if (blocks > token_count / block_size) {
+    return Status::InvalidArgument("the block chain has " + std::to_string(blocks) + " blocks of " +
+                                   std::to_string(block_size) +
+                                   " tokens, more than the snapshot's " +
+                                   std::to_string(token_count) + " tokens");
+  }
+  return Status::Ok();
+}
+
+}  // namespace auxstore

@@ -90,6 +90,11 @@ struct PutOptions {
   std::optional<int64_t> created_unix_ms;
 };
 
+// InvalidArgument unless a chain of `blocks` blocks of `block_size` tokens
+// fits a snapshot of `token_count` tokens (no chain always fits): the
+// check PutSnapshot and a write-behind snapshot make before anything else.
+Status CheckBlockChain(size_t blocks, uint32_t block_size, uint64_t token_count);
+
 struct StoreStats {
   uint64_t snapshots = 0;      // visible snapshots
   uint64_t payload_bytes = 0;  // their layer bytes, shared pages counted once per snapshot
