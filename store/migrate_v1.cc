@@ -290,8 +290,10 @@ Result<MigrateReport> MigrateStoreAt(const std::string& path_in) {
   }
   // The old store's writers: this build's (the flock) and the previous
   // release's (RocksDB's fcntl LOCK; this process holds it, on one
-  // descriptor, until the swap).
-  AUXSTORE_ASSIGN_OR_RETURN(WriterLock writer, WriterLock::Acquire(path));
+  // descriptor, until the swap). The old store is kept byte for byte at
+  // PATH.v1, so no AUXSTORE-LOCK is created in it: without one, no writer
+  // of this build holds it (and one that starts refuses version 1).
+  AUXSTORE_ASSIGN_OR_RETURN(WriterLock writer, WriterLock::AcquireIfPresent(path));
   const std::string rocks_lock = path + "/LOCK";
   const int lock_fd = ::open(rocks_lock.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   struct CloseFd {

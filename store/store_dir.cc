@@ -210,6 +210,19 @@ Result<WriterLock> WriterLock::Acquire(const std::string& dir) {
   const std::string file = dir + "/" + kWriterLockFileName;
   int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return Errno("open " + file);
+  return Take(dir, fd, /*owner_only=*/true);
+}
+
+Result<WriterLock> WriterLock::AcquireIfPresent(const std::string& dir) {
+  const std::string file = dir + "/" + kWriterLockFileName;
+  int fd = ::open(file.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0 && errno == ENOENT) return WriterLock();
+  if (fd < 0) return Errno("open " + file);
+  return Take(dir, fd, /*owner_only=*/false);  // its mode is left as it is
+}
+
+Result<WriterLock> WriterLock::Take(const std::string& dir, int fd, bool owner_only) {
+  const std::string file = dir + "/" + kWriterLockFileName;
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     ::close(fd);
@@ -220,7 +233,7 @@ Result<WriterLock> WriterLock::Acquire(const std::string& dir) {
     errno = err;
     return Errno("lock " + file);
   }
-  (void)::fchmod(fd, 0600);
+  if (owner_only) (void)::fchmod(fd, 0600);
   return WriterLock(fd);
 }
 

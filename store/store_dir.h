@@ -52,6 +52,10 @@ class WriterLock {
  public:
   // Busy when another handle holds it.
   static Result<WriterLock> Acquire(const std::string& dir);
+  // The same, but creates nothing: when `dir` has no AUXSTORE-LOCK (a store
+  // of an older release), no writer of this build holds it and an unheld
+  // lock is returned. For `migrate`, which keeps the old store byte for byte.
+  static Result<WriterLock> AcquireIfPresent(const std::string& dir);
   WriterLock() = default;
   WriterLock(WriterLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
   WriterLock& operator=(WriterLock&& o) noexcept;
@@ -60,6 +64,9 @@ class WriterLock {
 
  private:
   explicit WriterLock(int fd) : fd_(fd) {}
+  // flock(LOCK_EX | LOCK_NB) on `fd` (closed on failure); `owner_only`:
+  // then chmod 0600.
+  static Result<WriterLock> Take(const std::string& dir, int fd, bool owner_only);
   int fd_ = -1;
 };
 
