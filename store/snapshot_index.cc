@@ -4,9 +4,10 @@
 
 namespace auxstore::store_internal {
 
-void SnapshotIndex::AddLocked(const std::string& key, const IndexEntry& e) {
+void SnapshotIndex::AddLocked(const std::string& key, const IndexEntry& e, uint64_t stamp) {
   auto [it, inserted] = entries_.try_emplace(key, e);
   if (!inserted) return;
+  it->second.stamp = stamp;
   bytes_ += e.bytes;
   for (const auto& [put, stored] : e.uses) {
     PutUse& u = puts_[put];
@@ -19,7 +20,7 @@ void SnapshotIndex::AddLocked(const std::string& key, const IndexEntry& e) {
 
 void SnapshotIndex::Added(const std::string& key, const IndexEntry& e) {
   std::lock_guard lock(mu_);
-  AddLocked(key, e);
+  AddLocked(key, e, next_stamp_++);
   if (!ready_) changed_during_load_.insert(key);
 }
 
@@ -47,6 +48,7 @@ void SnapshotIndex::Touched(const std::string& key, int64_t now_ms) {
   auto it = entries_.find(key);
   if (it == entries_.end()) return;
   it->second.last_access_ms = std::max(it->second.last_access_ms, now_ms);
+  it->second.stamp = next_stamp_++;
   dirty_.insert(key);
 }
 
@@ -54,7 +56,7 @@ void SnapshotIndex::FinishLoad(std::unordered_map<std::string, IndexEntry> loade
   std::lock_guard lock(mu_);
   for (auto& [key, e] : loaded) {
     if (changed_during_load_.count(key)) continue;
-    AddLocked(key, e);
+    AddLocked(key, e, 0);  // before anything this handle did
   }
   changed_during_load_.clear();
   ready_ = true;
@@ -102,16 +104,24 @@ std::vector<std::string> SnapshotIndex::EvictionVictims(uint64_t budget, int64_t
   std::lock_guard lock(mu_);
   std::vector<std::string> out;
   if (unique_bytes_ <= budget) return out;
-  std::vector<std::pair<int64_t, const std::string*>> order;
+  struct Rank {
+    int64_t access;
+    uint64_t stamp;
+    const std::string* key;
+  };
+  std::vector<Rank> order;
   order.reserve(entries_.size());
-  for (const auto& [key, e] : entries_) order.emplace_back(e.last_access_ms, &key);
-  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first < b.first : *a.second < *b.second;
+  for (const auto& [key, e] : entries_) order.push_back({e.last_access_ms, e.stamp, &key});
+  std::sort(order.begin(), order.end(), [](const Rank& a, const Rank& b) {
+    if (a.access != b.access) return a.access < b.access;
+    if (a.stamp != b.stamp) return a.stamp < b.stamp;
+    return *a.key < *b.key;
   });
   // Simulates the removals: a put's bytes come off with its last user.
   uint64_t remaining = unique_bytes_;
   std::unordered_map<std::string, uint64_t> users_left;
-  for (const auto& [access, key] : order) {
+  for (const Rank& r : order) {
+    const std::string* key = r.key;
     if (remaining <= budget) break;
     if (LeasedLocked(*key, now_ms)) continue;
     out.push_back(*key);

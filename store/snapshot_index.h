@@ -25,6 +25,11 @@ struct IndexEntry {
   // (PutKey, bytes stored by that put) for every put whose records the
   // snapshot reads: its own and the owners of the pages it shares.
   std::vector<std::pair<std::string, uint64_t>> uses;
+  // Set by the index: the order of this handle's puts and touches (0 for
+  // what the loader found, which came before them). Eviction orders by
+  // (last_access_ms, stamp, key), so puts and reads within one clock tick
+  // keep their order whatever the clock's resolution.
+  uint64_t stamp = 0;
 };
 
 class SnapshotIndex {
@@ -76,8 +81,9 @@ class SnapshotIndex {
   };
   std::unordered_map<std::string, PutUse> puts_;
   uint64_t unique_bytes_ = 0;
+  uint64_t next_stamp_ = 1;
   bool ready_ = false;
-  void AddLocked(const std::string& key, const IndexEntry& e);
+  void AddLocked(const std::string& key, const IndexEntry& e, uint64_t stamp);
   struct Lease {
     std::string key;
     int64_t expires_ms = 0;
