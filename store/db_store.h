@@ -107,6 +107,7 @@ class DbStore final : public Store {
   // ---- open (db_store_open.cc)
   Status OpenDb();
   Status OpenRocks(bool read_only, bool create);
+  rocksdb::Status OpenRocksWith(const rocksdb::DBOptions& db, bool read_only, rocksdb::DB** raw);
   enum class Families { kComplete, kIncomplete };
   Result<Families> CheckFamilies();
   // The format version a store with only `families` records, read on a

@@ -179,15 +179,37 @@ Result<DbStore::Families> DbStore::CheckFamilies() {
 }
 
 Status DbStore::OpenRocks(bool read_only, bool create) {
-  cf_.clear();
+  rocksdb::DBOptions db = setup_.db;
+  db.create_if_missing = create;
   rocksdb::DB* raw = nullptr;
-  rocksdb::Status rs;
-  if (read_only) {
-    rs = rocksdb::DB::OpenForReadOnly(setup_.db, path_, setup_.cfs, &cf_, &raw);
-  } else {
-    rocksdb::DBOptions db = setup_.db;
-    db.create_if_missing = create;
-    rs = rocksdb::DB::Open(db, path_, setup_.cfs, &cf_, &raw);
+  rocksdb::Status rs = OpenRocksWith(db, read_only, &raw);
+  if (rs.IsCorruption()) {
+    // A WAL whose unsynced tail a power cut left with garbage in it (a file
+    // system may keep an appended tail's size but not its bytes) is refused
+    // by kTolerateCorruptedTailRecords. Replay up to the first bad record
+    // instead: every commit acknowledged as durable was synced before that
+    // tail, and the watermark check that follows every open refuses the store
+    // if one is missing (found by power_loss_test's garbled tails).
+    db.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+    rocksdb::Status pit = OpenRocksWith(db, read_only, &raw);
+    if (pit.ok()) {
+      Log(LogLevel::kWarn,
+          "recovered " + path_ + " up to the first damaged WAL record (" + rs.ToString() +
+              "); the watermark check decides whether anything durable is missing");
+      // RocksDB skips every WAL after the damaged one on later opens too:
+      // flush now, so the damaged WAL is obsolete before anything new lands
+      // behind it.
+      if (!read_only) {
+        rocksdb::Status flushed = raw->Flush(rocksdb::FlushOptions(), cf_);
+        if (!flushed.ok()) {
+          for (auto* h : cf_) (void)raw->DestroyColumnFamilyHandle(h);
+          cf_.clear();
+          delete raw;
+          return FromRocks(flushed, "flush " + path_ + " after recovering past a damaged WAL");
+        }
+      }
+    }
+    rs = pit;
   }
   if (!rs.ok()) {
     cf_.clear();
@@ -202,6 +224,13 @@ Status DbStore::OpenRocks(bool read_only, bool create) {
   db_.reset(raw);
   db_read_only_ = read_only;
   return Status::Ok();
+}
+
+rocksdb::Status DbStore::OpenRocksWith(const rocksdb::DBOptions& db, bool read_only,
+                                       rocksdb::DB** raw) {
+  cf_.clear();
+  return read_only ? rocksdb::DB::OpenForReadOnly(db, path_, setup_.cfs, &cf_, raw)
+                   : rocksdb::DB::Open(db, path_, setup_.cfs, &cf_, raw);
 }
 
 // The checks every open runs once RocksDB recovered the store.
@@ -428,7 +457,7 @@ Status DbStore::CheckWatermark(bool fresh, Result<uint64_t> wm) {
                              " committed snapshots (accept_data_loss)");
     // The loss was accepted: the watermark comes down to what is really
     // there, so later opens check new commits against the truth.
-    AUXSTORE_RETURN_IF_ERROR(WriteWatermark(path_, commit_seq_));
+    AUXSTORE_RETURN_IF_ERROR(WriteWatermark(*setup_.env->GetFileSystem(), path_, commit_seq_));
     watermark_ = commit_seq_;
     return Status::Ok();
   }

@@ -199,7 +199,7 @@ Status DbStore::CommitLocked(rocksdb::WriteBatch* batch, bool sync, const std::s
 // Caller holds commit_mu_ (or is opening). `seq` must already be durable.
 Status DbStore::AdvanceWatermark(uint64_t seq) {
   if (seq <= watermark_ && seq != 0) return Status::Ok();
-  Status s = WriteWatermark(path_, seq);
+  Status s = WriteWatermark(*setup_.env->GetFileSystem(), path_, seq);
   if (!s.ok()) {
     bool expected = false;
     if (fenced_.compare_exchange_strong(expected, true)) fence_reason_ = s.ToString();

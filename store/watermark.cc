@@ -8,6 +8,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 namespace auxstore::store_internal {
 namespace {
@@ -25,38 +26,35 @@ Status Errno(const std::string& what) {
   return Status::IOError(what + ": " + std::strerror(errno));
 }
 
+Status IoError(const std::string& what, const rocksdb::IOStatus& s) {
+  return Status::IOError(what + ": " + s.ToString());
+}
+
 // A fresh file: whatever is at `path` (a leftover, or a planted symlink) is
-// unlinked, never followed.
-Status WriteAllAndSync(const std::string& path, const std::string& data) {
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return Errno("remove " + path);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return Errno("create " + path);
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Status s = Errno("write " + path);
-      ::close(fd);
-      return s;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fdatasync(fd) != 0) {
-    Status s = Errno("fdatasync " + path);
-    ::close(fd);
-    return s;
-  }
-  if (::close(fd) != 0) return Errno("close " + path);
+// removed first, never followed. Through `fs`, the store's RocksDB file
+// system, so every step is seen where RocksDB's own files are (the power-loss
+// battery logs and cuts the watermark like any other file).
+Status WriteAllAndSync(rocksdb::FileSystem& fs, const std::string& path, const std::string& data) {
+  const rocksdb::IOOptions io;
+  rocksdb::IOStatus s = fs.DeleteFile(path, io, nullptr);
+  if (!s.ok() && !s.IsPathNotFound() && !s.IsNotFound()) return IoError("remove " + path, s);
+  std::unique_ptr<rocksdb::FSWritableFile> file;
+  s = fs.NewWritableFile(path, rocksdb::FileOptions(), &file, nullptr);
+  if (!s.ok()) return IoError("create " + path, s);
+  s = file->Append(data, io, nullptr);
+  if (s.ok()) s = file->Fsync(io, nullptr);
+  rocksdb::IOStatus closed = file->Close(io, nullptr);
+  if (!s.ok()) return IoError("write and sync " + path, s);
+  if (!closed.ok()) return IoError("close " + path, closed);
   return Status::Ok();
 }
 
-Status SyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Errno("open directory " + dir);
-  int rc = ::fsync(fd);
-  ::close(fd);
-  return rc == 0 ? Status::Ok() : Errno("fsync directory " + dir);
+Status SyncDir(rocksdb::FileSystem& fs, const std::string& dir) {
+  std::unique_ptr<rocksdb::FSDirectory> d;
+  rocksdb::IOStatus s = fs.NewDirectory(dir, rocksdb::IOOptions(), &d, nullptr);
+  if (s.ok()) s = d->FsyncWithDirOptions(rocksdb::IOOptions(), nullptr, rocksdb::DirFsyncOptions());
+  if (s.ok()) s = d->Close(rocksdb::IOOptions(), nullptr);
+  return s.ok() ? Status::Ok() : IoError("fsync directory " + dir, s);
 }
 
 }  // namespace
@@ -82,12 +80,17 @@ Result<uint64_t> ReadWatermark(const std::string& dir) {
   return seq;
 }
 
-Status WriteWatermark(const std::string& dir, uint64_t seq) {
+Status WriteWatermark(rocksdb::FileSystem& fs, const std::string& dir, uint64_t seq) {
   const std::string path = dir + "/" + kWatermarkFileName;
   const std::string tmp = path + ".tmp";
-  AUXSTORE_RETURN_IF_ERROR(WriteAllAndSync(tmp, Line(seq)));
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Errno("rename " + tmp);
-  return SyncDir(dir);
+  AUXSTORE_RETURN_IF_ERROR(WriteAllAndSync(fs, tmp, Line(seq)));
+  rocksdb::IOStatus s = fs.RenameFile(tmp, path, rocksdb::IOOptions(), nullptr);
+  if (!s.ok()) return IoError("rename " + tmp, s);
+  return SyncDir(fs, dir);
+}
+
+Status WriteWatermark(const std::string& dir, uint64_t seq) {
+  return WriteWatermark(*rocksdb::FileSystem::Default(), dir, seq);
 }
 
 }  // namespace auxstore::store_internal

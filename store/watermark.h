@@ -10,6 +10,8 @@
 // written to a temp file, fsynced, renamed over the old one, directory fsynced.
 #pragma once
 
+#include <rocksdb/file_system.h>
+
 #include <cstdint>
 #include <string>
 
@@ -21,6 +23,9 @@ inline constexpr const char* kWatermarkFileName = "AUXSTORE-WATERMARK";
 
 // NotFound when the file does not exist; Corruption when it does not parse.
 Result<uint64_t> ReadWatermark(const std::string& dir);
+// Written through `fs` (the store's RocksDB file system, so fault-injecting
+// and power-loss tests see it); the second form uses the real one.
+Status WriteWatermark(rocksdb::FileSystem& fs, const std::string& dir, uint64_t seq);
 Status WriteWatermark(const std::string& dir, uint64_t seq);
 
 }  // namespace auxstore::store_internal
