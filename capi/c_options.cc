@@ -8,7 +8,6 @@
 
 using auxstore::Status;
 using auxstore::capi::Guard;
-using auxstore::capi::NotNull;
 
 namespace {
 
@@ -16,8 +15,8 @@ namespace {
 template <typename Set>
 int Setter(const char* fn, auxstore_options_t* o, char** errmsg, Set&& set) noexcept {
   return Guard(fn, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNull(o, "options"));
-    return set(o->options);
+    AUXSTORE_ASSIGN_OR_RETURN(const auto opts, auxstore::capi::Live(o, "options"));
+    return set(opts->options);
   });
 }
 
@@ -35,10 +34,22 @@ Status Boolean(int v, const char* what, bool* out) {
 extern "C" {
 
 auxstore_options_t* auxstore_options_create(void) {
-  return new (std::nothrow) auxstore_options_t();
+  try {
+    return auxstore::capi::NewHandle(std::make_shared<auxstore_options_t>());
+  } catch (...) {  // out of memory
+    return nullptr;
+  }
 }
 
-void auxstore_options_destroy(auxstore_options_t* options) { delete options; }
+void auxstore_options_destroy(auxstore_options_t* options) {
+  if (options == nullptr) return;
+  try {
+    if (auxstore::capi::Take(options) == nullptr) {
+      auxstore::capi::ReportMisuse(__func__, options, auxstore::capi::HandleKind::kOptions);
+    }
+  } catch (...) {  // out of memory for the warning: nothing to do
+  }
+}
 
 int auxstore_options_set_capacity_bytes(auxstore_options_t* o, uint64_t bytes, char** errmsg) {
   return Setter(__func__, o, errmsg, [&](auxstore::Options& opt) {

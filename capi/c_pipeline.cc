@@ -3,32 +3,50 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "auxstore/c.h"
 #include "auxstore/metrics.h"
 #include "capi/c_convert.h"
 #include "capi/c_errors.h"
 #include "capi/c_handles.h"
+#include "capi/c_state_use.h"
 
+using auxstore::Result;
 using auxstore::Status;
 using auxstore::capi::Guard;
+using auxstore::capi::Live;
 using auxstore::capi::NotNull;
+using auxstore::capi::RestoreClaims;
+using auxstore::capi::StateUse;
 
 namespace {
 
-// Checks the C targets and maps them by layer.
-Status ToTargets(const auxstore_pipeline_t* p, const auxstore_restore_target_t* targets, size_t n,
-                 auxstore::RestoreTargets* out) {
+// Restore targets checked and claimed (marked as a restore's targets until
+// it is done), mapped by layer.
+struct Targets {
+  auxstore::RestoreTargets map;
+  RestoreClaims claims;
+};
+
+Status ToTargets(const auxstore_pipeline_t& p, const auxstore_restore_target_t* targets, size_t n,
+                 Targets* out) {
   if (n == 0) return Status::InvalidArgument("no restore targets (n is 0)");
   AUXSTORE_RETURN_IF_ERROR(NotNull(targets, "targets"));
   for (size_t i = 0; i < n; ++i) {
     const std::string at = "targets[" + std::to_string(i) + "]";
-    const auxstore_state_t* s = targets[i].state;
-    if (s == nullptr) return Status::InvalidArgument(at + ".state is NULL");
-    if (s->backend != p->backend) {
+    for (size_t j = 0; j < i; ++j) {
+      if (targets[j].state == targets[i].state && targets[i].state != nullptr) {
+        return Status::InvalidArgument(at + ".state is targets[" + std::to_string(j) +
+                                       "].state too: each layer needs its own state");
+      }
+    }
+    std::shared_ptr<auxstore_state_t> s;
+    AUXSTORE_RETURN_IF_ERROR(out->claims.Add(targets[i].state, at + ".state", &s));
+    if (s->backend != p.backend) {
       return Status::InvalidArgument(at + ".state lives on another backend than the pipeline's");
     }
-    if (!out->emplace(targets[i].layer, s->state.get()).second) {
+    if (!out->map.emplace(targets[i].layer, s->state.get()).second) {
       return Status::InvalidArgument(at + ".layer " + std::to_string(targets[i].layer) +
                                      " repeats an earlier target's layer");
     }
@@ -36,30 +54,34 @@ Status ToTargets(const auxstore_pipeline_t* p, const auxstore_restore_target_t* 
   return Status::Ok();
 }
 
-Status CheckRestore(const auxstore_pipeline_t* p, const uint8_t* prefix,
-                    const auxstore_restore_target_t* targets, size_t n,
-                    auxstore::RestoreTargets* out) {
-  AUXSTORE_RETURN_IF_ERROR(NotNull(p, "pipeline"));
+Result<std::shared_ptr<auxstore_pipeline_t>> CheckRestore(const auxstore_pipeline_t* pipeline,
+                                                          const uint8_t* prefix,
+                                                          const auxstore_restore_target_t* targets,
+                                                          size_t n, Targets* out) {
+  AUXSTORE_ASSIGN_OR_RETURN(auto p, Live(pipeline, "pipeline"));
   AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
-  return ToTargets(p, targets, n, out);
+  AUXSTORE_RETURN_IF_ERROR(ToTargets(*p, targets, n, out));
+  return p;
 }
 
 Status Snapshot(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t prefix[16],
                 uint64_t token_count, const auxstore_snapshot_source_t* sources, size_t n,
                 uint64_t stream, const auxstore_put_options_t* options) {
-  AUXSTORE_RETURN_IF_ERROR(NotNull(pipeline, "pipeline"));
+  AUXSTORE_ASSIGN_OR_RETURN(const auto p, Live(pipeline, "pipeline"));
   AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
   if (n == 0) return Status::InvalidArgument("no snapshot sources (n is 0)");
   AUXSTORE_RETURN_IF_ERROR(NotNull(sources, "sources"));
   auxstore::SnapshotSources map;
+  std::vector<StateUse> uses;  // held until the copies are enqueued
   for (size_t i = 0; i < n; ++i) {
     const std::string at = "sources[" + std::to_string(i) + "]";
-    const auxstore_state_t* s = sources[i].state;
-    if (s == nullptr) return Status::InvalidArgument(at + ".state is NULL");
-    if (s->backend != pipeline->backend) {
+    AUXSTORE_ASSIGN_OR_RETURN(StateUse u, StateUse::Begin(sources[i].state, at + ".state"));
+    if (u->backend != p->backend) {
       return Status::InvalidArgument(at + ".state lives on another backend than the pipeline's");
     }
-    if (!map.emplace(sources[i].layer, s->state.get()).second) {
+    const auxstore::SeqState* s = u->state.get();
+    uses.push_back(std::move(u));
+    if (!map.emplace(sources[i].layer, s).second) {
       return Status::InvalidArgument(at + ".layer " + std::to_string(sources[i].layer) +
                                      " repeats an earlier source's layer");
     }
@@ -84,8 +106,8 @@ Status Snapshot(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t prefix
     }
     o.block_size = options->block_size;
   }
-  return pipeline->pipeline->Snapshot(ns, auxstore::capi::ToPrefix(prefix), token_count, map,
-                                      stream, std::move(o));
+  return p->pipeline->Snapshot(ns, auxstore::capi::ToPrefix(prefix), token_count, map, stream,
+                               std::move(o));
 }
 
 }  // namespace
@@ -108,8 +130,8 @@ int auxstore_pipeline_create_with(auxstore_t* db, auxstore_backend_t* backend,
                                   const auxstore_pipeline_options_t* options,
                                   auxstore_pipeline_t** out, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNull(db, "db"));
-    AUXSTORE_RETURN_IF_ERROR(NotNull(backend, "backend"));
+    AUXSTORE_ASSIGN_OR_RETURN(auto d, Live(db, "db"));
+    AUXSTORE_ASSIGN_OR_RETURN(auto b, Live(backend, "backend"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(out, "out"));
     auxstore::PipelineOptions o;
     if (options != nullptr) {
@@ -120,21 +142,21 @@ int auxstore_pipeline_create_with(auxstore_t* db, auxstore_backend_t* backend,
       }
       o = {options->staging_buffers,    options->staging_bytes,  options->io_threads,
            options->restore_read_ahead, options->snapshot_queue, options->snapshot_bytes};
-      if (o.staging_bytes < db->options.chunk_bytes) {
+      if (o.staging_bytes < d->options.chunk_bytes) {
         return Status::InvalidArgument("options->staging_bytes " + std::to_string(o.staging_bytes) +
                                        " is below the store's chunk size " +
-                                       std::to_string(db->options.chunk_bytes));
+                                       std::to_string(d->options.chunk_bytes));
       }
     } else {
       // A staging buffer must hold one store chunk.
-      o.staging_bytes = std::max<size_t>(o.staging_bytes, db->options.chunk_bytes);
+      o.staging_bytes = std::max<size_t>(o.staging_bytes, d->options.chunk_bytes);
     }
-    AUXSTORE_ASSIGN_OR_RETURN(auto pipeline,
-                              auxstore::GpuPipeline::Create(*db->store, *backend->gpu, o));
-    auto p = std::make_unique<auxstore_pipeline_t>();
-    p->backend = backend;
+    AUXSTORE_ASSIGN_OR_RETURN(auto pipeline, auxstore::GpuPipeline::Create(*d->store, *b->gpu, o));
+    auto p = std::make_shared<auxstore_pipeline_t>();
+    p->db = std::move(d);
+    p->backend = std::move(b);
     p->pipeline = std::move(pipeline);
-    *out = p.release();
+    *out = auxstore::capi::NewHandle(std::move(p));
     return Status::Ok();
   });
 }
@@ -145,17 +167,18 @@ int auxstore_pipeline_create(auxstore_t* db, auxstore_backend_t* backend, auxsto
 }
 
 uint64_t auxstore_pipeline_stream(const auxstore_pipeline_t* pipeline) {
-  return pipeline != nullptr ? pipeline->pipeline->stream() : 0;
+  const auto p = auxstore::capi::FindLive(pipeline);
+  return p != nullptr ? p->pipeline->stream() : 0;
 }
 
 int auxstore_pipeline_stats(const auxstore_pipeline_t* pipeline, auxstore_pipeline_stats_t* out,
                             char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNull(pipeline, "pipeline"));
+    AUXSTORE_ASSIGN_OR_RETURN(const auto p, Live(pipeline, "pipeline"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(out, "out"));
     static_assert(AUXSTORE_LATENCY_BUCKETS == auxstore::PipelineStats::kLatencyBuckets);
     static_assert(AUXSTORE_THROUGHPUT_BUCKETS == auxstore::PipelineStats::kThroughputBuckets);
-    const auxstore::PipelineStats s = pipeline->pipeline->stats();
+    const auxstore::PipelineStats s = p->pipeline->stats();
     *out = {};
     out->restores_ok = s.restores_ok;
     out->restores_failed = s.restores_failed;
@@ -195,24 +218,35 @@ int auxstore_snapshot_ex(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8
 
 int auxstore_pipeline_flush(auxstore_pipeline_t* pipeline, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNull(pipeline, "pipeline"));
-    return pipeline->pipeline->Flush();
+    AUXSTORE_ASSIGN_OR_RETURN(const auto p, Live(pipeline, "pipeline"));
+    return p->pipeline->Flush();
   });
 }
 
-void auxstore_pipeline_destroy(auxstore_pipeline_t* pipeline) { delete pipeline; }
+// The pipeline goes here (waiting for its restores and snapshots) unless a
+// restore handle still holds it (then with the last such handle).
+void auxstore_pipeline_destroy(auxstore_pipeline_t* pipeline) {
+  if (pipeline == nullptr) return;
+  try {
+    if (auxstore::capi::Take(pipeline) == nullptr) {
+      auxstore::capi::ReportMisuse(__func__, pipeline, auxstore::capi::HandleKind::kPipeline);
+    }
+  } catch (...) {  // out of memory for the warning: nothing to do
+  }
+}
 
 int auxstore_restore(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t prefix[16],
                      const auxstore_restore_target_t* targets, size_t n,
                      auxstore_restore_done_fn done, void* arg, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    auxstore::RestoreTargets map;
-    AUXSTORE_RETURN_IF_ERROR(CheckRestore(pipeline, prefix, targets, n, &map));
     AUXSTORE_RETURN_IF_ERROR(NotNull(reinterpret_cast<const void*>(done), "done"));
-    (void)pipeline->pipeline->StartRestore(
-        ns, auxstore::capi::ToPrefix(prefix), std::move(map), {}, [done, arg](Status st) {
+    Targets t;
+    AUXSTORE_ASSIGN_OR_RETURN(const auto p, CheckRestore(pipeline, prefix, targets, n, &t));
+    t.claims.Started(p->pipeline->StartRestore(
+        ns, auxstore::capi::ToPrefix(prefix), std::move(t.map), {},
+        t.claims.Wrap([done, arg](Status st) {
           done(arg, static_cast<int>(st.code()), st.ok() ? nullptr : st.message().c_str());
-        });
+        })));
     return Status::Ok();
   });
 }
@@ -220,10 +254,12 @@ int auxstore_restore(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t p
 int auxstore_restore_wait(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t prefix[16],
                           const auxstore_restore_target_t* targets, size_t n, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    auxstore::RestoreTargets map;
-    AUXSTORE_RETURN_IF_ERROR(CheckRestore(pipeline, prefix, targets, n, &map));
-    return pipeline->pipeline->StartRestore(ns, auxstore::capi::ToPrefix(prefix), std::move(map))
-        ->Wait();
+    Targets t;
+    AUXSTORE_ASSIGN_OR_RETURN(const auto p, CheckRestore(pipeline, prefix, targets, n, &t));
+    auto h = p->pipeline->StartRestore(ns, auxstore::capi::ToPrefix(prefix), std::move(t.map), {},
+                                       t.claims.Wrap(nullptr));
+    t.claims.Started(h);
+    return h->Wait();
   });
 }
 
@@ -234,10 +270,18 @@ int auxstore_metrics_text(auxstore_t* db, const auxstore_pipeline_t* pipeline, c
     if (db == nullptr && pipeline == nullptr) {
       return Status::InvalidArgument("db and pipeline are both NULL");
     }
+    std::shared_ptr<auxstore_t> d;
+    std::shared_ptr<auxstore_pipeline_t> p;
+    if (db != nullptr) {
+      AUXSTORE_ASSIGN_OR_RETURN(d, Live(db, "db"));
+    }
+    if (pipeline != nullptr) {
+      AUXSTORE_ASSIGN_OR_RETURN(p, Live(pipeline, "pipeline"));
+    }
     const std::string_view l = labels != nullptr ? labels : "";
     std::string out;
-    if (db != nullptr) auxstore::AppendStoreMetrics(db->store->Stats(), l, &out);
-    if (pipeline != nullptr) auxstore::AppendPipelineMetrics(pipeline->pipeline->stats(), l, &out);
+    if (d != nullptr) auxstore::AppendStoreMetrics(d->store->Stats(), l, &out);
+    if (p != nullptr) auxstore::AppendPipelineMetrics(p->pipeline->stats(), l, &out);
     size_t size = 0;
     void* data = nullptr;
     AUXSTORE_RETURN_IF_ERROR(auxstore::capi::CopyOut(out.c_str(), out.size() + 1, &data, &size));
@@ -257,9 +301,9 @@ int auxstore_restore_start(auxstore_pipeline_t* pipeline, uint64_t ns, const uin
                            const auxstore_restore_options_t* options,
                            auxstore_restore_handle_t** out, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    auxstore::RestoreTargets map;
-    AUXSTORE_RETURN_IF_ERROR(CheckRestore(pipeline, prefix, targets, n, &map));
     AUXSTORE_RETURN_IF_ERROR(NotNull(out, "out"));
+    Targets t;
+    AUXSTORE_ASSIGN_OR_RETURN(const auto p, CheckRestore(pipeline, prefix, targets, n, &t));
     auxstore::RestoreOptions o;
     auxstore::RestoreCallback done;
     if (options != nullptr) {
@@ -287,63 +331,75 @@ int auxstore_restore_start(auxstore_pipeline_t* pipeline, uint64_t ns, const uin
         };
       }
     }
-    auto h = std::make_unique<auxstore_restore_handle_t>();
-    h->handle = pipeline->pipeline->StartRestore(ns, auxstore::capi::ToPrefix(prefix),
-                                                 std::move(map), o, std::move(done));
-    *out = h.release();
+    auto h = std::make_shared<auxstore_restore_handle_t>();
+    h->pipeline = p;
+    h->handle = p->pipeline->StartRestore(ns, auxstore::capi::ToPrefix(prefix), std::move(t.map), o,
+                                          t.claims.Wrap(std::move(done)));
+    t.claims.Started(h->handle);
+    *out = auxstore::capi::NewHandle(std::move(h));
     return Status::Ok();
   });
 }
 
 int auxstore_restore_poll(const auxstore_restore_handle_t* handle) {
-  return handle != nullptr ? (handle->handle->done() ? 1 : 0) : -1;
+  const auto h = auxstore::capi::FindLive(handle);
+  return h != nullptr ? (h->handle->done() ? 1 : 0) : -1;
 }
 
 int auxstore_restore_join(auxstore_restore_handle_t* handle, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNull(handle, "handle"));
-    return handle->handle->Wait();
+    AUXSTORE_ASSIGN_OR_RETURN(const auto h, Live(handle, "handle"));
+    return h->handle->Wait();
   });
 }
 
 void auxstore_restore_cancel(auxstore_restore_handle_t* handle) {
-  if (handle != nullptr) handle->handle->Cancel();
+  if (handle == nullptr) return;
+  try {
+    if (const auto h = auxstore::capi::FindLive(handle)) {
+      h->handle->Cancel();
+    } else {
+      auxstore::capi::ReportMisuse(__func__, handle, auxstore::capi::HandleKind::kRestore);
+    }
+  } catch (...) {  // out of memory for the warning: nothing to do
+  }
 }
 
 int auxstore_restore_layer_done(const auxstore_restore_handle_t* handle, uint32_t layer) {
-  return handle != nullptr && handle->handle->LayerDone(layer) ? 1 : 0;
+  const auto h = auxstore::capi::FindLive(handle);
+  return h != nullptr && h->handle->LayerDone(layer) ? 1 : 0;
 }
 
 int auxstore_restore_wait_layer(auxstore_restore_handle_t* handle, uint32_t layer, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNull(handle, "handle"));
-    return handle->handle->WaitLayer(layer);
+    AUXSTORE_ASSIGN_OR_RETURN(const auto h, Live(handle, "handle"));
+    return h->handle->WaitLayer(layer);
   });
 }
 
 int auxstore_restore_stream_wait_layer(auxstore_restore_handle_t* handle, uint32_t layer,
                                        uint64_t stream, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNull(handle, "handle"));
-    return handle->handle->StreamWaitLayer(layer, stream);
+    AUXSTORE_ASSIGN_OR_RETURN(const auto h, Live(handle, "handle"));
+    return h->handle->StreamWaitLayer(layer, stream);
   });
 }
 
 int auxstore_restore_stream_wait_all(auxstore_restore_handle_t* handle, uint64_t stream,
                                      char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNull(handle, "handle"));
-    return handle->handle->StreamWaitAll(stream);
+    AUXSTORE_ASSIGN_OR_RETURN(const auto h, Live(handle, "handle"));
+    return h->handle->StreamWaitAll(stream);
   });
 }
 
 int auxstore_restore_layers_done(const auxstore_restore_handle_t* handle, uint32_t* layers,
                                  size_t capacity, size_t* n, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNull(handle, "handle"));
+    AUXSTORE_ASSIGN_OR_RETURN(const auto h, Live(handle, "handle"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(n, "n"));
     if (capacity > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(layers, "layers"));
-    const std::vector<uint32_t> done = handle->handle->LayersDone();
+    const std::vector<uint32_t> done = h->handle->LayersDone();
     *n = done.size();
     if (done.size() > capacity) {
       return Status::OutOfRange(std::to_string(done.size()) + " layers are done; capacity is " +
@@ -354,6 +410,14 @@ int auxstore_restore_layers_done(const auxstore_restore_handle_t* handle, uint32
   });
 }
 
-void auxstore_restore_handle_release(auxstore_restore_handle_t* handle) { delete handle; }
+void auxstore_restore_handle_release(auxstore_restore_handle_t* handle) {
+  if (handle == nullptr) return;
+  try {
+    if (auxstore::capi::Take(handle) == nullptr) {
+      auxstore::capi::ReportMisuse(__func__, handle, auxstore::capi::HandleKind::kRestore);
+    }
+  } catch (...) {  // out of memory for the warning: nothing to do
+  }
+}
 
 }  // extern "C"

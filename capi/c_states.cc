@@ -7,15 +7,20 @@
 #include "capi/c_convert.h"
 #include "capi/c_errors.h"
 #include "capi/c_handles.h"
+#include "capi/c_state_use.h"
 #include "gpu/qsa_block_pool_ref.h"
 
 using auxstore::DevicePtr;
 using auxstore::GpuBackend;
 using auxstore::Kind;
+using auxstore::Result;
 using auxstore::Status;
 using auxstore::capi::CopyOut;
 using auxstore::capi::Guard;
+using auxstore::capi::Live;
+using auxstore::capi::NewHandle;
 using auxstore::capi::NotNull;
+using auxstore::capi::StateUse;
 
 namespace {
 
@@ -34,7 +39,9 @@ auxstore::Result<DevicePtr> UploadWeights(auxstore_backend_t& backend, const voi
 }
 
 // Releases the state, then frees what the handle owns; the first error wins.
+// Idempotent: what was freed is null afterwards.
 Status ReleaseAll(auxstore_state_t* s) {
+  if (s->backend == nullptr) return Status::Ok();
   Status first = s->state ? s->state->Release() : Status::Ok();
   GpuBackend& gpu = *s->backend->gpu;
   for (DevicePtr p : {s->k_pool_k, s->k_norm_w}) {
@@ -45,12 +52,26 @@ Status ReleaseAll(auxstore_state_t* s) {
   return first;
 }
 
-Status StateInputs(auxstore_backend_t* backend, auxstore_state_t** out) {
-  AUXSTORE_RETURN_IF_ERROR(NotNull(backend, "backend"));
-  return NotNull(out, "out");
+// The live backend a new state goes on; `out` checked.
+Result<std::shared_ptr<auxstore_backend_t>> StateInputs(auxstore_backend_t* backend,
+                                                        auxstore_state_t** out) {
+  AUXSTORE_ASSIGN_OR_RETURN(auto b, Live(backend, "backend"));
+  AUXSTORE_RETURN_IF_ERROR(NotNull(out, "out"));
+  return b;
+}
+
+// A new state object on `backend` holding `state`.
+std::shared_ptr<auxstore_state_t> NewState(std::shared_ptr<auxstore_backend_t> backend,
+                                           std::unique_ptr<auxstore::SeqState> state) {
+  auto s = std::make_shared<auxstore_state_t>();
+  s->backend = std::move(backend);
+  s->state = std::move(state);
+  return s;
 }
 
 }  // namespace
+
+auxstore_state_t::~auxstore_state_t() { (void)ReleaseAll(this); }
 
 extern "C" {
 
@@ -89,20 +110,19 @@ int auxstore_qsa_state_create(auxstore_backend_t* backend, const auxstore_geomet
                               const void* k_pool_k, const void* k_norm_w, auxstore_state_t** out,
                               char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(StateInputs(backend, out));
+    AUXSTORE_ASSIGN_OR_RETURN(const auto b, StateInputs(backend, out));
     AUXSTORE_RETURN_IF_ERROR(NotNull(geometry, "geometry"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(k_pool_k, "k_pool_k"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(k_norm_w, "k_norm_w"));
     if (geometry->qsa_hd == 0) return Status::InvalidArgument("geometry has no QSA (qsa_hd is 0)");
-    auto s = std::make_unique<auxstore_state_t>();
-    s->backend = backend;
+    auto s = NewState(b, nullptr);
     s->qsa_hd = geometry->qsa_hd;
-    GpuBackend& gpu = *backend->gpu;
+    GpuBackend& gpu = *b->gpu;
     const size_t weight_bytes = size_t{geometry->qsa_hd} * 2;
-    auto q = UploadWeights(*backend, k_pool_k, weight_bytes);
+    auto q = UploadWeights(*b, k_pool_k, weight_bytes);
     if (!q.ok()) return q.status();
     s->k_pool_k = *q;
-    auto w = UploadWeights(*backend, k_norm_w, weight_bytes);
+    auto w = UploadWeights(*b, k_norm_w, weight_bytes);
     if (!w.ok()) {
       (void)ReleaseAll(s.get());
       return w.status();
@@ -115,7 +135,7 @@ int auxstore_qsa_state_create(auxstore_backend_t* backend, const auxstore_geomet
       return state.status();
     }
     s->state = std::move(*state);
-    *out = s.release();
+    *out = NewHandle(std::move(s));
     return Status::Ok();
   });
 }
@@ -123,17 +143,14 @@ int auxstore_qsa_state_create(auxstore_backend_t* backend, const auxstore_geomet
 int auxstore_dsa_state_create(auxstore_backend_t* backend, const auxstore_geometry_t* geometry,
                               auxstore_state_t** out, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(StateInputs(backend, out));
+    AUXSTORE_ASSIGN_OR_RETURN(const auto b, StateInputs(backend, out));
     AUXSTORE_RETURN_IF_ERROR(NotNull(geometry, "geometry"));
     if (geometry->dsa_index_head_dim == 0) {
       return Status::InvalidArgument("geometry has no DSA (dsa_index_head_dim is 0)");
     }
     AUXSTORE_ASSIGN_OR_RETURN(
-        auto state, auxstore::DsaSeqState::Create(*backend->gpu, auxstore::capi::ToDsa(*geometry)));
-    auto s = std::make_unique<auxstore_state_t>();
-    s->backend = backend;
-    s->state = std::move(state);
-    *out = s.release();
+        auto state, auxstore::DsaSeqState::Create(*b->gpu, auxstore::capi::ToDsa(*geometry)));
+    *out = NewHandle(NewState(b, std::move(state)));
     return Status::Ok();
   });
 }
@@ -141,13 +158,9 @@ int auxstore_dsa_state_create(auxstore_backend_t* backend, const auxstore_geomet
 int auxstore_opaque_state_create(auxstore_backend_t* backend, uint64_t capacity,
                                  auxstore_state_t** out, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(StateInputs(backend, out));
-    AUXSTORE_ASSIGN_OR_RETURN(auto state,
-                              auxstore::OpaqueSeqState::Create(*backend->gpu, capacity));
-    auto s = std::make_unique<auxstore_state_t>();
-    s->backend = backend;
-    s->state = std::move(state);
-    *out = s.release();
+    AUXSTORE_ASSIGN_OR_RETURN(const auto b, StateInputs(backend, out));
+    AUXSTORE_ASSIGN_OR_RETURN(auto state, auxstore::OpaqueSeqState::Create(*b->gpu, capacity));
+    *out = NewHandle(NewState(b, std::move(state)));
     return Status::Ok();
   });
 }
@@ -156,21 +169,19 @@ int auxstore_qsa_state_borrow(auxstore_backend_t* backend, const auxstore_geomet
                               const auxstore_qsa_buffers_t* buffers, uint64_t ingested,
                               uint64_t pooled, auxstore_state_t** out, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(StateInputs(backend, out));
+    AUXSTORE_ASSIGN_OR_RETURN(const auto b, StateInputs(backend, out));
     AUXSTORE_RETURN_IF_ERROR(NotNull(geometry, "geometry"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(buffers, "buffers"));
     if (geometry->qsa_hd == 0) return Status::InvalidArgument("geometry has no QSA (qsa_hd is 0)");
     const auxstore::QsaLayer layer{auxstore::capi::ToQsa(*geometry), buffers->k_pool_k,
                                    buffers->k_norm_w};
-    const auxstore::QsaSeqState::Buffers b{buffers->raw_keys, buffers->raw_keys_bytes,
-                                           buffers->block_keys, buffers->block_keys_bytes};
+    const auxstore::QsaSeqState::Buffers bufs{buffers->raw_keys, buffers->raw_keys_bytes,
+                                              buffers->block_keys, buffers->block_keys_bytes};
     AUXSTORE_ASSIGN_OR_RETURN(
-        auto state, auxstore::QsaSeqState::Borrow(*backend->gpu, layer, b, ingested, pooled));
-    auto s = std::make_unique<auxstore_state_t>();
-    s->backend = backend;
+        auto state, auxstore::QsaSeqState::Borrow(*b->gpu, layer, bufs, ingested, pooled));
+    auto s = NewState(b, std::move(state));
     s->qsa_hd = geometry->qsa_hd;
-    s->state = std::move(state);
-    *out = s.release();
+    *out = NewHandle(std::move(s));
     return Status::Ok();
   });
 }
@@ -179,7 +190,7 @@ int auxstore_dsa_state_borrow(auxstore_backend_t* backend, const auxstore_geomet
                               const auxstore_dsa_buffers_t* buffers, uint64_t len,
                               auxstore_state_t** out, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(StateInputs(backend, out));
+    AUXSTORE_ASSIGN_OR_RETURN(const auto b, StateInputs(backend, out));
     AUXSTORE_RETURN_IF_ERROR(NotNull(geometry, "geometry"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(buffers, "buffers"));
     if (geometry->dsa_index_head_dim == 0) {
@@ -190,15 +201,11 @@ int auxstore_dsa_state_borrow(auxstore_backend_t* backend, const auxstore_geomet
     }
     const auxstore::DsaGeometry geo{geometry->dsa_index_head_dim,
                                     static_cast<uint32_t>(buffers->capacity_rows)};
-    const auxstore::DsaSeqState::Buffers b{buffers->k_normed, buffers->k_normed_bytes,
-                                           buffers->gate,     buffers->gate_bytes,
-                                           buffers->valid,    buffers->valid_bytes};
-    AUXSTORE_ASSIGN_OR_RETURN(auto state,
-                              auxstore::DsaSeqState::Borrow(*backend->gpu, geo, b, len));
-    auto s = std::make_unique<auxstore_state_t>();
-    s->backend = backend;
-    s->state = std::move(state);
-    *out = s.release();
+    const auxstore::DsaSeqState::Buffers bufs{buffers->k_normed, buffers->k_normed_bytes,
+                                              buffers->gate,     buffers->gate_bytes,
+                                              buffers->valid,    buffers->valid_bytes};
+    AUXSTORE_ASSIGN_OR_RETURN(auto state, auxstore::DsaSeqState::Borrow(*b->gpu, geo, bufs, len));
+    *out = NewHandle(NewState(b, std::move(state)));
     return Status::Ok();
   });
 }
@@ -206,13 +213,10 @@ int auxstore_dsa_state_borrow(auxstore_backend_t* backend, const auxstore_geomet
 int auxstore_opaque_state_borrow(auxstore_backend_t* backend, uint64_t buffer, uint64_t capacity,
                                  uint64_t size, auxstore_state_t** out, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(StateInputs(backend, out));
-    AUXSTORE_ASSIGN_OR_RETURN(
-        auto state, auxstore::OpaqueSeqState::Borrow(*backend->gpu, buffer, capacity, size));
-    auto s = std::make_unique<auxstore_state_t>();
-    s->backend = backend;
-    s->state = std::move(state);
-    *out = s.release();
+    AUXSTORE_ASSIGN_OR_RETURN(const auto b, StateInputs(backend, out));
+    AUXSTORE_ASSIGN_OR_RETURN(auto state,
+                              auxstore::OpaqueSeqState::Borrow(*b->gpu, buffer, capacity, size));
+    *out = NewHandle(NewState(b, std::move(state)));
     return Status::Ok();
   });
 }
@@ -220,19 +224,19 @@ int auxstore_opaque_state_borrow(auxstore_backend_t* backend, uint64_t buffer, u
 int auxstore_state_buffers(const auxstore_state_t* state, uint64_t ptrs[3], size_t* n,
                            char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNull(state, "state"));
+    AUXSTORE_ASSIGN_OR_RETURN(const StateUse u, StateUse::Begin(state, "state"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(ptrs, "ptrs"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(n, "n"));
-    switch (state->state->kind()) {
+    switch (u->state->kind()) {
       case Kind::kQsa: {
-        const auto& q = static_cast<const auxstore::QsaSeqState&>(*state->state);
+        const auto& q = static_cast<const auxstore::QsaSeqState&>(*u->state);
         ptrs[0] = q.raw_keys();
         ptrs[1] = q.block_keys();
         *n = 2;
         break;
       }
       case Kind::kDsa: {
-        const auto& d = static_cast<const auxstore::DsaSeqState&>(*state->state);
+        const auto& d = static_cast<const auxstore::DsaSeqState&>(*u->state);
         ptrs[0] = d.k_normed();
         ptrs[1] = d.gate();
         ptrs[2] = d.valid();
@@ -240,7 +244,7 @@ int auxstore_state_buffers(const auxstore_state_t* state, uint64_t ptrs[3], size
         break;
       }
       case Kind::kOpaque:
-        ptrs[0] = static_cast<const auxstore::OpaqueSeqState&>(*state->state).buffer();
+        ptrs[0] = static_cast<const auxstore::OpaqueSeqState&>(*u->state).buffer();
         *n = 1;
         break;
     }
@@ -249,22 +253,25 @@ int auxstore_state_buffers(const auxstore_state_t* state, uint64_t ptrs[3], size
 }
 
 int auxstore_state_is_borrowed(const auxstore_state_t* state) {
-  return state != nullptr && !state->state->owned() ? 1 : 0;
+  const auto s = auxstore::capi::FindLive(state);
+  if (s == nullptr) return 0;
+  std::lock_guard lock(s->use_mu);
+  return s->state != nullptr && !s->state->owned() ? 1 : 0;
 }
 
 int auxstore_state_set_counters(auxstore_state_t* state, uint64_t count, uint64_t pooled,
                                 char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNull(state, "state"));
-    switch (state->state->kind()) {
+    AUXSTORE_ASSIGN_OR_RETURN(const StateUse u, StateUse::Begin(state, "state"));
+    switch (u->state->kind()) {
       case Kind::kQsa:
-        return static_cast<auxstore::QsaSeqState&>(*state->state).SetCounters(count, pooled);
+        return static_cast<auxstore::QsaSeqState&>(*u->state).SetCounters(count, pooled);
       case Kind::kDsa:
         if (pooled != 0) return Status::InvalidArgument("pooled must be 0 for a DSA state");
-        return static_cast<auxstore::DsaSeqState&>(*state->state).SetLen(count);
+        return static_cast<auxstore::DsaSeqState&>(*u->state).SetLen(count);
       case Kind::kOpaque:
         if (pooled != 0) return Status::InvalidArgument("pooled must be 0 for an opaque state");
-        return static_cast<auxstore::OpaqueSeqState&>(*state->state).SetSize(count);
+        return static_cast<auxstore::OpaqueSeqState&>(*u->state).SetSize(count);
     }
     return Status::Internal("unknown state kind");
   });
@@ -273,32 +280,55 @@ int auxstore_state_set_counters(auxstore_state_t* state, uint64_t count, uint64_
 int auxstore_state_release(auxstore_state_t* state, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
     if (state == nullptr) return Status::Ok();
-    std::unique_ptr<auxstore_state_t> owned(state);
-    return ReleaseAll(owned.get());
+    AUXSTORE_ASSIGN_OR_RETURN(const auto s, Live(state, "state"));
+    std::unique_ptr<auxstore::SeqState> released;
+    {
+      std::lock_guard lock(s->use_mu);
+      if (s->state == nullptr) {  // another thread released it meanwhile
+        return Status::InvalidArgument(
+            auxstore::capi::NotLiveMessage("state", auxstore::capi::HandleKind::kState));
+      }
+      if (auxstore::capi::RestoreRunning(*s)) {
+        return Status::Busy(
+            "state is the target of a restore still running: release it once that restore is "
+            "done (nothing was released)");
+      }
+      if (s->calls > 0) {
+        return Status::Busy("state is in use by another call (nothing was released)");
+      }
+      // From here no call can use it (StateUse refuses a state without one).
+      Status st = ReleaseAll(s.get());
+      released = std::move(s->state);
+      (void)auxstore::capi::Take(state);
+      return st;
+    }
   });
 }
 
 int auxstore_state_kind(const auxstore_state_t* state) {
-  return state != nullptr ? static_cast<int>(state->state->kind()) : 0;
+  const auto s = auxstore::capi::FindLive(state);
+  if (s == nullptr) return 0;
+  std::lock_guard lock(s->use_mu);
+  return s->state != nullptr ? static_cast<int>(s->state->kind()) : 0;
 }
 
 int auxstore_state_counters(const auxstore_state_t* state, uint64_t* count, uint64_t* pooled,
                             char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNull(state, "state"));
+    AUXSTORE_ASSIGN_OR_RETURN(const StateUse u, StateUse::Begin(state, "state"));
     uint64_t c = 0, p = 0;
-    switch (state->state->kind()) {
+    switch (u->state->kind()) {
       case Kind::kQsa: {
-        const auto& q = static_cast<const auxstore::QsaSeqState&>(*state->state);
+        const auto& q = static_cast<const auxstore::QsaSeqState&>(*u->state);
         c = q.ingested();
         p = q.pooled();
         break;
       }
       case Kind::kDsa:
-        c = static_cast<const auxstore::DsaSeqState&>(*state->state).len();
+        c = static_cast<const auxstore::DsaSeqState&>(*u->state).len();
         break;
       case Kind::kOpaque:
-        c = static_cast<const auxstore::OpaqueSeqState&>(*state->state).size();
+        c = static_cast<const auxstore::OpaqueSeqState&>(*u->state).size();
         break;
     }
     if (count != nullptr) *count = c;
@@ -309,25 +339,25 @@ int auxstore_state_counters(const auxstore_state_t* state, uint64_t* count, uint
 
 int auxstore_state_load(auxstore_state_t* state, const void* blob, size_t size, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNull(state, "state"));
+    AUXSTORE_ASSIGN_OR_RETURN(const StateUse u, StateUse::Begin(state, "state"));
     if (size > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(blob, "blob"));
-    if (!state->state->fresh()) {
+    if (!u->state->fresh()) {
       return Status::InvalidArgument("state is not fresh (load only into a new state)");
     }
-    const auxstore::StreamHandle stream = state->backend->stream;
-    Status st = state->state->Restore({static_cast<const uint8_t*>(blob), size}, stream);
+    const auxstore::StreamHandle stream = u->backend->stream;
+    Status st = u->state->Restore({static_cast<const uint8_t*>(blob), size}, stream);
     // The copies read `blob`: it is the caller's again only after this.
-    Status sync = state->backend->gpu->Synchronize(stream);
+    Status sync = u->backend->gpu->Synchronize(stream);
     return st.ok() ? sync : st;
   });
 }
 
 int auxstore_state_read(const auxstore_state_t* state, void** data, size_t* size, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNull(state, "state"));
+    AUXSTORE_ASSIGN_OR_RETURN(const StateUse u, StateUse::Begin(state, "state"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(data, "data"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(size, "size"));
-    AUXSTORE_ASSIGN_OR_RETURN(auto blob, state->state->Snapshot(state->backend->stream));
+    AUXSTORE_ASSIGN_OR_RETURN(auto blob, u->state->Snapshot(u->backend->stream));
     return CopyOut(blob.data(), blob.size(), data, size);
   });
 }
@@ -335,19 +365,19 @@ int auxstore_state_read(const auxstore_state_t* state, void** data, size_t* size
 int auxstore_qsa_state_read_block_keys(const auxstore_state_t* state, void** data, size_t* size,
                                        char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNull(state, "state"));
+    AUXSTORE_ASSIGN_OR_RETURN(const StateUse u, StateUse::Begin(state, "state"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(data, "data"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(size, "size"));
-    if (state->state->kind() != Kind::kQsa) {
+    if (u->state->kind() != Kind::kQsa) {
       return Status::InvalidArgument("state is " +
-                                     std::string(auxstore::KindName(state->state->kind())) +
+                                     std::string(auxstore::KindName(u->state->kind())) +
                                      ", not QSA: it has no block keys");
     }
-    const auto& q = static_cast<const auxstore::QsaSeqState&>(*state->state);
-    std::vector<uint8_t> keys(q.pooled() * state->qsa_hd * 2);
+    const auto& q = static_cast<const auxstore::QsaSeqState&>(*u->state);
+    std::vector<uint8_t> keys(q.pooled() * u->qsa_hd * 2);
     if (!keys.empty()) {
       AUXSTORE_RETURN_IF_ERROR(
-          state->backend->gpu->CopyD2HOnStream(q.block_keys(), 0, keys, state->backend->stream));
+          u->backend->gpu->CopyD2HOnStream(q.block_keys(), 0, keys, u->backend->stream));
     }
     return CopyOut(keys.data(), keys.size(), data, size);
   });

@@ -15,12 +15,11 @@ using auxstore::LayerBlob;
 using auxstore::Status;
 using auxstore::capi::CopyOut;
 using auxstore::capi::Guard;
+using auxstore::capi::Live;
 using auxstore::capi::NotNull;
 using auxstore::capi::ToPrefix;
 
 namespace {
-
-Status NotNullDb(const auxstore_t* db) { return NotNull(db, "db"); }
 
 // Checks the C layers (pointers, kinds) and views them as LayerBlobs; the
 // store checks the rest (geometry, unique indices).
@@ -45,7 +44,7 @@ Status ToLayers(const auxstore_layer_t* layers, size_t n, std::vector<LayerBlob>
 
 Status Put(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], uint64_t token_count,
            size_t n_layers, const auxstore_layer_t* layers, const auxstore_put_options_t* o) {
-  AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+  AUXSTORE_ASSIGN_OR_RETURN(const auto d, Live(db, "db"));
   AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
   std::vector<LayerBlob> blobs;
   AUXSTORE_RETURN_IF_ERROR(ToLayers(layers, n_layers, &blobs));
@@ -57,9 +56,9 @@ Status Put(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], uint64_t token
                                      ", expected sizeof(auxstore_put_options_t)");
     }
     if (o->token_digest != nullptr) {
-      auxstore::TokenDigest d;
-      std::memcpy(d.bytes.data(), o->token_digest, 16);
-      put.token_digest = d;
+      auxstore::TokenDigest digest;
+      std::memcpy(digest.bytes.data(), o->token_digest, 16);
+      put.token_digest = digest;
     }
     if (o->n_blocks > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(o->block_chain, "options->block_chain"));
     chain.reserve(o->n_blocks);
@@ -67,12 +66,12 @@ Status Put(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], uint64_t token
     put.block_chain = chain;
     put.block_size = o->block_size;
   }
-  return db->store->PutSnapshot(ns, ToPrefix(prefix), token_count, blobs, put);
+  return d->store->PutSnapshot(ns, ToPrefix(prefix), token_count, blobs, put);
 }
 
 Status Longest(auxstore_t* db, uint64_t ns, const uint8_t (*candidates)[16], size_t n,
                uint64_t lease_ms, size_t* found_index, uint64_t* lease_out) {
-  AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+  AUXSTORE_ASSIGN_OR_RETURN(const auto d, Live(db, "db"));
   if (n > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(candidates, "candidates"));
   AUXSTORE_RETURN_IF_ERROR(NotNull(found_index, "found_index"));
   std::vector<auxstore::Prefix> prefixes;
@@ -81,7 +80,7 @@ Status Longest(auxstore_t* db, uint64_t ns, const uint8_t (*candidates)[16], siz
   auxstore::LookupOptions o;
   o.lease = lease_ms > 0;
   o.lease_ms = lease_ms;
-  AUXSTORE_ASSIGN_OR_RETURN(auto found, db->store->FindLongestPrefix(ns, prefixes, o));
+  AUXSTORE_ASSIGN_OR_RETURN(auto found, d->store->FindLongestPrefix(ns, prefixes, o));
   if (!found) return Status::NotFound("none of the " + std::to_string(n) + " candidates is stored");
   *found_index = found->index;
   if (lease_out != nullptr) *lease_out = found->lease;
@@ -91,7 +90,7 @@ Status Longest(auxstore_t* db, uint64_t ns, const uint8_t (*candidates)[16], siz
 Status LongestForTokens(auxstore_t* db, uint64_t ns, const uint32_t* tokens, size_t n_tokens,
                         uint32_t block_size, uint64_t salt, uint64_t lease_ms,
                         uint8_t prefix_out[16], uint64_t* tokens_out, uint64_t* lease_out) {
-  AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+  AUXSTORE_ASSIGN_OR_RETURN(const auto d, Live(db, "db"));
   if (n_tokens > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(tokens, "tokens"));
   AUXSTORE_RETURN_IF_ERROR(NotNull(prefix_out, "prefix_out"));
   AUXSTORE_RETURN_IF_ERROR(NotNull(tokens_out, "tokens_out"));
@@ -100,7 +99,7 @@ Status LongestForTokens(auxstore_t* db, uint64_t ns, const uint32_t* tokens, siz
   o.lease = lease_ms > 0;
   o.lease_ms = lease_ms;
   AUXSTORE_ASSIGN_OR_RETURN(
-      auto match, db->store->LongestPrefixForTokens(ns, {tokens, n_tokens}, block_size, salt, o));
+      auto match, d->store->LongestPrefixForTokens(ns, {tokens, n_tokens}, block_size, salt, o));
   if (!match) {
     return Status::NotFound("no stored prefix of the " + std::to_string(n_tokens) + " tokens");
   }
@@ -120,30 +119,44 @@ int auxstore_open(const char* path, const auxstore_options_t* options, auxstore_
     AUXSTORE_RETURN_IF_ERROR(NotNull(path, "path"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(out, "out"));
     if (*path == '\0') return Status::InvalidArgument("path is empty");
-    auto db = std::make_unique<auxstore_t>();
-    db->options = options != nullptr ? options->options : auxstore::Options{};
+    auxstore::Options o;
+    if (options != nullptr) {
+      AUXSTORE_ASSIGN_OR_RETURN(const auto opts, Live(options, "options"));
+      o = opts->options;
+    }
+    auto db = std::make_shared<auxstore_t>();
+    db->options = o;
     auto store = auxstore::Store::Open(db->options, path);
     if (!store.ok()) return store.status();
     db->store = std::move(*store);
-    *out = db.release();
+    *out = auxstore::capi::NewHandle(std::move(db));
     return Status::Ok();
   });
 }
 
-// Destructors are noexcept: nothing can escape these deletes.
-void auxstore_close(auxstore_t* db) { delete db; }
+// The store closes here unless a pipeline still uses it (then with the last
+// such pipeline). Destructors are noexcept: nothing escapes.
+void auxstore_close(auxstore_t* db) {
+  if (db == nullptr) return;
+  try {
+    if (auxstore::capi::Take(db) == nullptr) {
+      auxstore::capi::ReportMisuse(__func__, db, auxstore::capi::HandleKind::kStore);
+    }
+  } catch (...) {  // out of memory for the warning: nothing to do
+  }
+}
 
 int auxstore_register_namespace(auxstore_t* db, const char* model_id,
                                 const auxstore_geometry_t* geometry, uint64_t* ns_out,
                                 char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+    AUXSTORE_ASSIGN_OR_RETURN(const auto d, Live(db, "db"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(model_id, "model_id"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(geometry, "geometry"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(ns_out, "ns_out"));
     auxstore::NamespaceSpec spec{model_id, auxstore::capi::ToQsa(*geometry),
                                  auxstore::capi::ToDsa(*geometry)};
-    AUXSTORE_ASSIGN_OR_RETURN(*ns_out, db->store->RegisterNamespace(spec));
+    AUXSTORE_ASSIGN_OR_RETURN(*ns_out, d->store->RegisterNamespace(spec));
     return Status::Ok();
   });
 }
@@ -217,25 +230,25 @@ int auxstore_longest_prefix_for_tokens_leased(auxstore_t* db, uint64_t ns, const
 int auxstore_lease_acquire(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], uint64_t lease_ms,
                            uint64_t* lease_out, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+    AUXSTORE_ASSIGN_OR_RETURN(const auto d, Live(db, "db"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(lease_out, "lease_out"));
-    AUXSTORE_ASSIGN_OR_RETURN(*lease_out, db->store->AcquireLease(ns, ToPrefix(prefix), lease_ms));
+    AUXSTORE_ASSIGN_OR_RETURN(*lease_out, d->store->AcquireLease(ns, ToPrefix(prefix), lease_ms));
     return Status::Ok();
   });
 }
 
 int auxstore_lease_release(auxstore_t* db, uint64_t lease, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
-    return db->store->ReleaseLease(lease);
+    AUXSTORE_ASSIGN_OR_RETURN(const auto d, Live(db, "db"));
+    return d->store->ReleaseLease(lease);
   });
 }
 
 int auxstore_get_manifests(auxstore_t* db, uint64_t ns, const uint8_t (*prefixes)[16], size_t n,
                            uint8_t* found, uint64_t* token_counts, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+    AUXSTORE_ASSIGN_OR_RETURN(const auto d, Live(db, "db"));
     if (n > 0) {
       AUXSTORE_RETURN_IF_ERROR(NotNull(prefixes, "prefixes"));
       AUXSTORE_RETURN_IF_ERROR(NotNull(found, "found"));
@@ -243,7 +256,7 @@ int auxstore_get_manifests(auxstore_t* db, uint64_t ns, const uint8_t (*prefixes
     std::vector<auxstore::Prefix> ps;
     ps.reserve(n);
     for (size_t i = 0; i < n; ++i) ps.push_back(ToPrefix(prefixes[i]));
-    AUXSTORE_ASSIGN_OR_RETURN(auto manifests, db->store->GetManifests(ns, ps));
+    AUXSTORE_ASSIGN_OR_RETURN(auto manifests, d->store->GetManifests(ns, ps));
     for (size_t i = 0; i < n; ++i) {
       found[i] = manifests[i].has_value() ? 1 : 0;
       if (token_counts != nullptr) token_counts[i] = manifests[i] ? manifests[i]->token_count : 0;
@@ -255,11 +268,11 @@ int auxstore_get_manifests(auxstore_t* db, uint64_t ns, const uint8_t (*prefixes
 int auxstore_read_layers(auxstore_t* db, uint64_t ns, const uint8_t prefix[16],
                          auxstore_layer_dest_t* dests, size_t n, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+    AUXSTORE_ASSIGN_OR_RETURN(const auto d, Live(db, "db"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
     if (n > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(dests, "dests"));
     const auxstore::Prefix p = ToPrefix(prefix);
-    AUXSTORE_ASSIGN_OR_RETURN(auxstore::Manifest m, db->store->GetManifest(ns, p));
+    AUXSTORE_ASSIGN_OR_RETURN(auxstore::Manifest m, d->store->GetManifest(ns, p));
     // Every destination is checked before anything is read.
     for (size_t i = 0; i < n; ++i) {
       const std::string at = "dests[" + std::to_string(i) + "]";
@@ -280,8 +293,8 @@ int auxstore_read_layers(auxstore_t* db, uint64_t ns, const uint8_t prefix[16],
     for (size_t i = 0; i < n; ++i) {
       AUXSTORE_ASSIGN_OR_RETURN(
           uint64_t size,
-          db->store->ReadLayerInto(ns, p, dests[i].layer,
-                                   {static_cast<uint8_t*>(dests[i].data), dests[i].capacity}));
+          d->store->ReadLayerInto(ns, p, dests[i].layer,
+                                  {static_cast<uint8_t*>(dests[i].data), dests[i].capacity}));
       dests[i].size = size;
     }
     return Status::Ok();
@@ -291,7 +304,7 @@ int auxstore_read_layers(auxstore_t* db, uint64_t ns, const uint8_t prefix[16],
 int auxstore_register_namespace_ex(auxstore_t* db, const auxstore_namespace_t* ns, uint64_t* ns_out,
                                    char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+    AUXSTORE_ASSIGN_OR_RETURN(const auto d, Live(db, "db"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(ns, "ns"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(ns_out, "ns_out"));
     // Callers built before page_tokens existed pass the shorter struct.
@@ -310,15 +323,16 @@ int auxstore_register_namespace_ex(auxstore_t* db, const auxstore_namespace_t* n
     spec.tp_world_size = ns->tp_world_size == 0 ? 1 : ns->tp_world_size;
     if (ns->struct_size >= sizeof(auxstore_namespace_t)) spec.page_tokens = ns->page_tokens;
     for (size_t i = 0; i < ns->n_opaque_layers; ++i) {
-      const auxstore_opaque_layer_desc_t& d = ns->opaque_layers[i];
-      if (d.ndim == 0 || d.ndim > 8) {
+      const auxstore_opaque_layer_desc_t& desc = ns->opaque_layers[i];
+      if (desc.ndim == 0 || desc.ndim > 8) {
         return Status::InvalidArgument("ns->opaque_layers[" + std::to_string(i) + "].ndim is " +
-                                       std::to_string(d.ndim) + ", not 1..8");
+                                       std::to_string(desc.ndim) + ", not 1..8");
       }
-      spec.opaque_layers.push_back(
-          {d.layer, static_cast<auxstore::DType>(d.dtype), {d.shape, d.shape + d.ndim}});
+      spec.opaque_layers.push_back({desc.layer,
+                                    static_cast<auxstore::DType>(desc.dtype),
+                                    {desc.shape, desc.shape + desc.ndim}});
     }
-    AUXSTORE_ASSIGN_OR_RETURN(*ns_out, db->store->RegisterNamespace(spec));
+    AUXSTORE_ASSIGN_OR_RETURN(*ns_out, d->store->RegisterNamespace(spec));
     return Status::Ok();
   });
 }
@@ -327,12 +341,12 @@ int auxstore_get_manifest(auxstore_t* db, uint64_t ns, const uint8_t prefix[16],
                           uint64_t* token_count, auxstore_layer_info_t* layers, size_t capacity,
                           size_t* n_layers, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+    AUXSTORE_ASSIGN_OR_RETURN(const auto d, Live(db, "db"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(token_count, "token_count"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(n_layers, "n_layers"));
     if (capacity > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(layers, "layers"));
-    AUXSTORE_ASSIGN_OR_RETURN(auxstore::Manifest m, db->store->GetManifest(ns, ToPrefix(prefix)));
+    AUXSTORE_ASSIGN_OR_RETURN(auxstore::Manifest m, d->store->GetManifest(ns, ToPrefix(prefix)));
     *n_layers = m.layers.size();
     if (m.layers.size() > capacity) {
       return Status::OutOfRange("the snapshot has " + std::to_string(m.layers.size()) +
@@ -350,35 +364,35 @@ int auxstore_get_manifest(auxstore_t* db, uint64_t ns, const uint8_t prefix[16],
 int auxstore_get_layer(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], uint32_t layer,
                        void** data, size_t* size, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+    AUXSTORE_ASSIGN_OR_RETURN(const auto d, Live(db, "db"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(data, "data"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(size, "size"));
-    AUXSTORE_ASSIGN_OR_RETURN(auto blob, db->store->GetLayer(ns, ToPrefix(prefix), layer));
+    AUXSTORE_ASSIGN_OR_RETURN(auto blob, d->store->GetLayer(ns, ToPrefix(prefix), layer));
     return CopyOut(blob.data(), blob.size(), data, size);
   });
 }
 
 int auxstore_erase(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+    AUXSTORE_ASSIGN_OR_RETURN(const auto d, Live(db, "db"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
-    return db->store->Erase(ns, ToPrefix(prefix));
+    return d->store->Erase(ns, ToPrefix(prefix));
   });
 }
 
 int auxstore_flush(auxstore_t* db, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
-    return db->store->Flush();
+    AUXSTORE_ASSIGN_OR_RETURN(const auto d, Live(db, "db"));
+    return d->store->Flush();
   });
 }
 
 int auxstore_stats(auxstore_t* db, auxstore_stats_t* out, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
-    AUXSTORE_RETURN_IF_ERROR(NotNullDb(db));
+    AUXSTORE_ASSIGN_OR_RETURN(const auto d, Live(db, "db"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(out, "out"));
-    const auxstore::StoreStats s = db->store->Stats();
+    const auxstore::StoreStats s = d->store->Stats();
     *out = {s.snapshots,
             s.payload_bytes,
             s.hits,

@@ -46,6 +46,14 @@ const char* auxstore_code_name(int code);
 /* Frees anything auxstore returned through a void** / char** (NULL is a no-op). */
 void auxstore_free(void* ptr);
 
+/* How many times, in this process, a call returning void (a close, destroy,
+ * release or cancel) was given a handle that is not live: a double close or
+ * release, a use after one, or a pointer auxstore never handed out. Such a
+ * call does nothing, writes one warning to stderr (each distinct warning
+ * once per process) and counts here. Calls returning a status answer
+ * AUXSTORE_INVALID_ARGUMENT ("... is not a live ... handle") instead. */
+uint64_t auxstore_misuse_count(void);
+
 /* ---- blob kinds, durability, backends -------------------------------------- */
 enum { AUXSTORE_KIND_QSA = 1, AUXSTORE_KIND_DSA = 2, AUXSTORE_KIND_OPAQUE = 3 };
 enum { AUXSTORE_SYNC = 0, AUXSTORE_ASYNC = 1 };
