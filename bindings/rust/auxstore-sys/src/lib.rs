@@ -336,6 +336,7 @@ c_api! {
     // ---- status, memory ------------------------------------------------------
     pub fn auxstore_code_name(code: c_int) -> *const c_char;
     pub fn auxstore_free(ptr: *mut c_void);
+    pub fn auxstore_misuse_count() -> u64;
 
     // ---- options ---------------------------------------------------------------
     pub fn auxstore_options_create() -> *mut auxstore_options_t;
