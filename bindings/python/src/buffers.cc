@@ -22,6 +22,20 @@ int HexDigit(char c) {
   return -1;
 }
 
+// True when a buffer's element format is plain bytes: one scalar code
+// (struct / PEP 3118, with an optional byte order and count), never object
+// pointers ('O') or a structured / sub-array / pointer layout.
+bool PlainFormat(const char* format) {
+  if (format == nullptr) return true;  // 'B'
+  std::string f = format;
+  if (!f.empty() && std::strchr("@=<>!", f[0]) != nullptr) f = f.substr(1);
+  size_t i = 0;
+  while (i < f.size() && f[i] >= '0' && f[i] <= '9') ++i;
+  f = f.substr(i);
+  if (f.size() == 2 && f[0] == 'Z') return std::strchr("efdg", f[1]) != nullptr;  // complex
+  return f.size() == 1 && std::strchr("?cbBhHiIlLqQnNefdgsxw", f[0]) != nullptr;
+}
+
 // auxstore-malloc'd bytes exported through the buffer protocol.
 struct OwnedBytes {
   void* data = nullptr;
@@ -33,13 +47,21 @@ struct OwnedBytes {
 
 Buffer::Buffer(py::handle obj, bool writable, const std::string& what) {
   if (PyObject_CheckBuffer(obj.ptr())) {
-    const int flags = PyBUF_STRIDES | (writable ? PyBUF_WRITABLE : 0);
+    const int flags = PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(obj.ptr(), &view_, flags) != 0) {
       PyErr_Clear();
       throw py::type_error(what + (writable ? " must be a writable buffer" : " must be a buffer") +
                            " (numpy array, bytearray, memoryview" + (writable ? ")" : ", bytes)"));
     }
     have_view_ = true;
+    if (!PlainFormat(view_.format)) {
+      const std::string f = view_.format;
+      PyBuffer_Release(&view_);
+      have_view_ = false;
+      throw py::type_error(what + " holds elements of format '" + f +
+                           "' (an object or structured dtype), not plain bytes: auxstore "
+                           "stores and overwrites raw memory");
+    }
     if (!PyBuffer_IsContiguous(&view_, 'C')) {
       PyBuffer_Release(&view_);
       have_view_ = false;
@@ -141,6 +163,11 @@ std::vector<Prefix> ToPrefixes(py::handle obj, const char* what) {
     throw py::type_error(std::string(what) +
                          " must be an iterable of prefixes or an (n, 16) uint8 array");
   }
+  if (obj.is_none() || !py::hasattr(obj, "__iter__")) {
+    throw py::type_error(std::string(what) +
+                         " must be an iterable of prefixes or an (n, 16) uint8 array, not " +
+                         Py_TYPE(obj.ptr())->tp_name);
+  }
   size_t i = 0;
   for (py::handle item : py::iter(obj)) {
     const std::string at = std::string(what) + "[" + std::to_string(i++) + "]";
@@ -220,24 +247,33 @@ std::vector<uint32_t> ToTokens(py::handle obj) {
     }
     return out;
   }
-  for (py::handle t : py::iter(obj)) put(t.cast<long long>());
+  if (obj.is_none() || py::isinstance<py::str>(obj) || !py::hasattr(obj, "__iter__")) {
+    throw py::type_error(std::string("tokens must be an integer array or an iterable of ints, "
+                                     "not ") +
+                         Py_TYPE(obj.ptr())->tp_name);
+  }
+  size_t i = 0;
+  for (py::handle t : py::iter(obj)) {
+    put(static_cast<long long>(
+        ToUnsigned(t, "tokens[" + std::to_string(i++) + "]", 0xffffffffULL)));
+  }
   return out;
 }
 
-uint32_t ToKind(py::handle obj) {
+uint32_t ToKind(py::handle obj, const std::string& what) {
   if (py::isinstance<py::str>(obj)) {
     const std::string s = obj.cast<std::string>();
     if (s == "qsa" || s == "QSA") return AUXSTORE_KIND_QSA;
     if (s == "dsa" || s == "DSA") return AUXSTORE_KIND_DSA;
     if (s == "opaque") return AUXSTORE_KIND_OPAQUE;
-    throw py::value_error("kind '" + s + "' is not 'qsa', 'dsa' or 'opaque'");
+    throw py::value_error(what + " '" + s + "' is not 'qsa', 'dsa' or 'opaque'");
   }
   // Any other integer goes to auxstore, which refuses it (InvalidArgumentError).
-  return obj.cast<uint32_t>();
+  return ToU32(obj, what);
 }
 
 uint32_t ToDType(py::handle obj) {
-  if (PyLong_Check(obj.ptr())) return obj.cast<uint32_t>();
+  if (PyLong_Check(obj.ptr())) return ToU32(obj, "dtype");
   std::string s = py::str(obj).cast<std::string>();
   if (s.rfind("torch.", 0) == 0) s = s.substr(6);
   static const std::pair<const char*, uint32_t> kNames[] = {
@@ -291,28 +327,6 @@ std::string ToLabels(py::handle obj) {
     if (!ok) throw py::value_error("'" + name + "' is not a valid Prometheus label name");
     if (!out.empty()) out += ',';
     out += name + "=\"" + EscapeLabelValue(py::str(item.second).cast<std::string>()) + "\"";
-  }
-  return out;
-}
-
-std::vector<std::pair<uint32_t, py::object>> ToLayerPairs(py::handle obj, const char* what) {
-  std::vector<std::pair<uint32_t, py::object>> out;
-  if (py::isinstance<py::dict>(obj)) {
-    for (auto item : py::reinterpret_borrow<py::dict>(obj)) {
-      out.emplace_back(item.first.cast<uint32_t>(),
-                       py::reinterpret_borrow<py::object>(item.second));
-    }
-    return out;
-  }
-  size_t i = 0;
-  for (py::handle item : py::iter(obj)) {
-    py::tuple t = py::reinterpret_borrow<py::object>(item).cast<py::tuple>();
-    if (t.size() != 2) {
-      throw py::value_error(std::string(what) + "[" + std::to_string(i) +
-                            "] must be a (layer, value) pair");
-    }
-    out.emplace_back(t[0].cast<uint32_t>(), py::reinterpret_borrow<py::object>(t[1]));
-    ++i;
   }
   return out;
 }

@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "args.h"
 #include "auxstore/c.h"
 
 namespace py = pybind11;
@@ -172,16 +173,13 @@ py::bytes PrefixBytes(const uint8_t* p);
 std::vector<uint32_t> ToTokens(py::handle obj);
 
 // A blob kind: 1..3 or "qsa" / "dsa" / "opaque".
-uint32_t ToKind(py::handle obj);
+uint32_t ToKind(py::handle obj, const std::string& what = "kind");
 // An element type: AUXSTORE_DTYPE_* or a name ("f32", "float32", "bfloat16",
 // numpy / torch dtypes through their str()).
 uint32_t ToDType(py::handle obj);
 // Label set for the exposition: None, a str (as is) or a dict (escaped).
 std::string ToLabels(py::handle obj);
 std::string EscapeLabelValue(const std::string& v);
-
-// (layer, value) pairs from a dict {layer: value} or an iterable of pairs.
-std::vector<std::pair<uint32_t, py::object>> ToLayerPairs(py::handle obj, const char* what);
 
 // A memoryview over memory auxstore_malloc'd (freed with auxstore_free when
 // the last view goes): no copy on the way out.

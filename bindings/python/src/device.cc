@@ -19,7 +19,7 @@ int ToBackendKind(py::handle k) {
     if (s == "cuda") return AUXSTORE_BACKEND_CUDA;
     throw py::value_error("backend kind '" + s + "' is not 'auto', 'host' or 'cuda'");
   }
-  return k.cast<int>();
+  return ToInt(k, "kind");
 }
 
 std::shared_ptr<State> MakeState(const std::shared_ptr<Backend>& b, auxstore_state_t* s) {
@@ -60,7 +60,7 @@ Backend::Backend(py::object kind, py::object device) {
   const int k = ToBackendKind(kind);
   auxstore_backend_t* b = nullptr;
   const std::optional<int> dev =
-      device.is_none() ? std::nullopt : std::optional<int>(device.cast<int>());
+      device.is_none() ? std::nullopt : std::optional<int>(ToInt(device, "device"));
   py::gil_scoped_release release;
   Check([&](char** e) {
     return dev ? auxstore_backend_create_on_device(k, *dev, &b, e)
@@ -238,7 +238,8 @@ void RegisterDevice(py::module_& m) {
 
   backend.def(
       "alloc",
-      [](Backend& b, size_t nbytes) {
+      [](Backend& b, py::handle nbytes_arg) {
+        const size_t nbytes = ToBytes(nbytes_arg, "nbytes");
         uint64_t ptr = 0;
         py::gil_scoped_release release;
         b.With([&](auxstore_backend_t* be) {
@@ -259,6 +260,7 @@ void RegisterDevice(py::module_& m) {
   backend.def(
       "copy_h2d",
       [](Backend& b, uint64_t ptr, py::handle src, uint64_t stream, uint64_t offset) {
+        CheckBytes(offset, "offset");
         Buffer s(src, false, "src");
         {
           py::gil_scoped_release release;
@@ -279,7 +281,8 @@ void RegisterDevice(py::module_& m) {
       [](Backend& b, py::handle dst, uint64_t ptr, uint64_t stream, uint64_t offset,
          py::object nbytes) {
         Buffer d(dst, true, "dst");
-        const size_t n = nbytes.is_none() ? d.len() : nbytes.cast<size_t>();
+        const size_t n = nbytes.is_none() ? d.len() : ToBytes(nbytes, "nbytes");
+        CheckBytes(offset, "offset");
         if (n > d.len()) throw py::value_error("nbytes is more than dst holds");
         py::gil_scoped_release release;
         b.With([&](auxstore_backend_t* be) {
@@ -294,7 +297,9 @@ void RegisterDevice(py::module_& m) {
       "stream's earlier work; returns once the bytes are there.");
   backend.def(
       "read",
-      [](Backend& b, uint64_t ptr, size_t nbytes, uint64_t stream, uint64_t offset) {
+      [](Backend& b, uint64_t ptr, py::handle nbytes_arg, uint64_t stream, uint64_t offset) {
+        const size_t nbytes = ToBytes(nbytes_arg, "nbytes");
+        CheckBytes(offset, "offset");
         py::bytearray out(std::string(nbytes, '\0'));
         Buffer d(out, true, "out");
         {
@@ -371,7 +376,8 @@ void RegisterDevice(py::module_& m) {
       py::arg("geometry"), "A fresh DSA state.");
   backend.def(
       "opaque_state",
-      [](std::shared_ptr<Backend> b, uint64_t capacity) {
+      [](std::shared_ptr<Backend> b, py::handle capacity_arg) {
+        const uint64_t capacity = ToBytes(capacity_arg, "capacity");
         return NewState(b, [&](auxstore_backend_t* be, auxstore_state_t** out, char** e) {
           return auxstore_opaque_state_create(be, capacity, out, e);
         });
@@ -384,6 +390,8 @@ void RegisterDevice(py::module_& m) {
       [](std::shared_ptr<Backend> b, const auxstore_geometry_t& g, uint64_t raw_keys,
          uint64_t raw_keys_bytes, uint64_t block_keys, uint64_t block_keys_bytes, uint64_t k_pool_k,
          uint64_t k_norm_w, uint64_t ingested, uint64_t pooled) {
+        CheckBytes(raw_keys_bytes, "raw_keys_bytes");
+        CheckBytes(block_keys_bytes, "block_keys_bytes");
         const auxstore_qsa_buffers_t buf{raw_keys,         raw_keys_bytes, block_keys,
                                          block_keys_bytes, k_pool_k,       k_norm_w};
         return NewState(b, [&](auxstore_backend_t* be, auxstore_state_t** out, char** e) {
@@ -400,6 +408,9 @@ void RegisterDevice(py::module_& m) {
       [](std::shared_ptr<Backend> b, const auxstore_geometry_t& g, uint64_t capacity_rows,
          uint64_t k_normed, uint64_t k_normed_bytes, uint64_t gate, uint64_t gate_bytes,
          uint64_t valid, uint64_t valid_bytes, uint64_t len) {
+        CheckBytes(k_normed_bytes, "k_normed_bytes");
+        CheckBytes(gate_bytes, "gate_bytes");
+        CheckBytes(valid_bytes, "valid_bytes");
         const auxstore_dsa_buffers_t buf{capacity_rows, k_normed, k_normed_bytes, gate,
                                          gate_bytes,    valid,    valid_bytes};
         return NewState(b, [&](auxstore_backend_t* be, auxstore_state_t** out, char** e) {
@@ -412,6 +423,8 @@ void RegisterDevice(py::module_& m) {
   backend.def(
       "borrow_opaque",
       [](std::shared_ptr<Backend> b, uint64_t buffer, uint64_t capacity, uint64_t size) {
+        CheckBytes(capacity, "capacity");
+        CheckBytes(size, "size");
         return NewState(b, [&](auxstore_backend_t* be, auxstore_state_t** out, char** e) {
           return auxstore_opaque_state_borrow(be, buffer, capacity, size, out, e);
         });

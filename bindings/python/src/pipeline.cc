@@ -26,7 +26,7 @@ struct Targets {
 
   void Parse(py::handle obj) {
     for (auto& [layer, v] : ToLayerPairs(obj, "targets")) {
-      states.push_back(v.cast<std::shared_ptr<State>>());
+      states.push_back(ToState(v, "targets[" + std::to_string(layer) + "]"));
       c.push_back({layer, nullptr});
     }
   }
@@ -82,6 +82,7 @@ py::dict PipelineStatsDict(const auxstore_pipeline_stats_t& s) {
 std::string MetricsText(const std::shared_ptr<Store>& store,
                         const std::shared_ptr<Pipeline>& pipeline, py::handle labels) {
   const std::string l = ToLabels(labels);
+  CheckNoNul(l, "labels");
   char* text = nullptr;
   {
     py::gil_scoped_release release;
@@ -311,6 +312,8 @@ void RegisterPipeline(py::module_& m) {
                   std::optional<size_t> io_threads, std::optional<size_t> restore_read_ahead,
                   std::optional<size_t> snapshot_queue, std::optional<uint64_t> snapshot_bytes) {
         ForbidInLogCallback();
+        if (!store) throw py::type_error("store must be an auxstore.Store, not None");
+        if (!backend) throw py::type_error("backend must be an auxstore.Backend, not None");
         auxstore_pipeline_options_t o;
         auxstore_pipeline_options_init(&o);
         // As auxstore_pipeline_create does by default: a staging buffer holds a chunk.
@@ -386,7 +389,7 @@ void RegisterPipeline(py::module_& m) {
         std::vector<std::shared_ptr<State>> states;
         std::vector<auxstore_snapshot_source_t> c;
         for (auto& [layer, v] : ToLayerPairs(sources, "sources")) {
-          states.push_back(v.cast<std::shared_ptr<State>>());
+          states.push_back(ToState(v, "sources[" + std::to_string(layer) + "]"));
           c.push_back({layer, nullptr});
         }
         int rc;

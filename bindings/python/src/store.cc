@@ -46,7 +46,7 @@ int ToDurability(py::handle d) {
     if (s == "async") return AUXSTORE_ASYNC;
     throw py::value_error("durability '" + s + "' is neither 'sync' nor 'async'");
   }
-  return d.cast<int>();
+  return ToInt(d, "durability");
 }
 
 // One snapshot's layers, viewed in place: (layer, kind, data) triples or a
@@ -56,30 +56,33 @@ struct Layers {
   std::vector<auxstore_layer_t> c;
 };
 
-Layers ToLayers(py::handle obj) {
+Layers ToLayers(py::handle obj, const std::string& what) {
   Layers out;
   std::vector<std::tuple<uint32_t, uint32_t, py::object>> items;
   if (py::isinstance<py::dict>(obj)) {
     for (auto item : py::reinterpret_borrow<py::dict>(obj)) {
-      py::tuple kd = py::reinterpret_borrow<py::object>(item.second).cast<py::tuple>();
-      if (kd.size() != 2) throw py::value_error("layers: each value must be (kind, data)");
-      items.emplace_back(item.first.cast<uint32_t>(), ToKind(kd[0]), kd[1]);
+      const std::string at = what + "[" + py::repr(item.first).cast<std::string>() + "]";
+      auto kd = ToItems(item.second, 2, at + " (kind, data)");
+      items.emplace_back(ToU32(item.first, what + " layer"), ToKind(kd[0], at + " kind"), kd[1]);
     }
   } else {
+    if (obj.is_none() || py::isinstance<py::str>(obj) || !py::hasattr(obj, "__iter__")) {
+      throw py::type_error(what +
+                           " must be a list of (layer, kind, data) or a dict {layer: (kind, "
+                           "data)}, not " +
+                           std::string(Py_TYPE(obj.ptr())->tp_name));
+    }
     size_t i = 0;
     for (py::handle item : py::iter(obj)) {
-      py::tuple t = py::reinterpret_borrow<py::object>(item).cast<py::tuple>();
-      if (t.size() != 3) {
-        throw py::value_error("layers[" + std::to_string(i) + "] must be (layer, kind, data)");
-      }
-      items.emplace_back(t[0].cast<uint32_t>(), ToKind(t[1]), t[2]);
-      ++i;
+      const std::string at = what + "[" + std::to_string(i++) + "]";
+      auto t = ToItems(item, 3, at + " (layer, kind, data)");
+      items.emplace_back(ToU32(t[0], at + " layer"), ToKind(t[1], at + " kind"), t[2]);
     }
   }
   out.buffers.reserve(items.size());
   for (size_t i = 0; i < items.size(); ++i) {
     auto& [layer, kind, data] = items[i];
-    out.buffers.emplace_back(data, false, "layers[" + std::to_string(i) + "] data");
+    out.buffers.emplace_back(data, false, what + "[" + std::to_string(i) + "] data");
     out.c.push_back({layer, kind, out.buffers.back().ptr(), out.buffers.back().len()});
   }
   return out;
@@ -91,12 +94,13 @@ struct Dests {
   std::vector<auxstore_layer_dest_t> c;
 };
 
-Dests ToDests(py::handle obj) {
+Dests ToDests(py::handle obj, const std::string& what) {
   Dests out;
-  auto pairs = ToLayerPairs(obj, "dests");
+  auto pairs = ToLayerPairs(obj, what.c_str());
   out.buffers.reserve(pairs.size());
   for (size_t i = 0; i < pairs.size(); ++i) {
-    out.buffers.emplace_back(pairs[i].second, true, "dests[" + std::to_string(i) + "]");
+    out.buffers.emplace_back(pairs[i].second, true,
+                             what + "[" + std::to_string(pairs[i].first) + "]");
     out.c.push_back({pairs[i].first, out.buffers.back().ptr(), out.buffers.back().len(), 0});
   }
   return out;
@@ -162,14 +166,16 @@ Store::Store(py::object path, uint64_t capacity_bytes, uint64_t ttl_seconds, py:
              py::object durability, bool read_only, bool create_if_missing, py::object log,
              int log_level) {
   ForbidInLogCallback();
-  path_ = py::str(py::module_::import("os").attr("fspath")(path)).cast<std::string>();
+  py::object fs = py::module_::import("os").attr("fsdecode")(path);
+  path_ = fs.cast<std::string>();
+  CheckNoNul(path_, "path");
   read_only_ = read_only;
   std::unique_ptr<auxstore_options_t, OptionsDeleter> o(auxstore_options_create());
   if (!o) throw std::bad_alloc();
   Check([&](char** e) { return auxstore_options_set_capacity_bytes(o.get(), capacity_bytes, e); });
   Check([&](char** e) { return auxstore_options_set_ttl_seconds(o.get(), ttl_seconds, e); });
   if (!chunk_bytes.is_none()) {
-    chunk_bytes_ = chunk_bytes.cast<uint32_t>();
+    chunk_bytes_ = ToU32(chunk_bytes, "chunk_bytes");
     Check([&](char** e) { return auxstore_options_set_chunk_bytes(o.get(), chunk_bytes_, e); });
   }
   const int d = ToDurability(durability);
@@ -391,9 +397,13 @@ void RegisterStore(py::module_& m) {
       [](Store& s, const std::string& model_id, std::optional<auxstore_geometry_t> geometry,
          std::optional<std::string> weight_revision, uint32_t tp_rank, uint32_t tp_world_size,
          py::object opaque_layers, uint32_t page_tokens) {
+        CheckNoNul(model_id, "model_id");
+        if (weight_revision) CheckNoNul(*weight_revision, "weight_revision");
         std::vector<auxstore_opaque_layer_desc_t> descs;
         if (!opaque_layers.is_none()) {
+          size_t n = 0;
           for (py::handle item : py::iter(opaque_layers)) {
+            const std::string at = "opaque_layers[" + std::to_string(n++) + "]";
             auxstore_opaque_layer_desc_t d{};
             py::object layer, dtype, shape;
             if (py::hasattr(item, "layer") && py::hasattr(item, "dtype")) {
@@ -401,21 +411,24 @@ void RegisterStore(py::module_& m) {
               dtype = item.attr("dtype");
               shape = item.attr("shape");
             } else {
-              py::tuple t = py::reinterpret_borrow<py::object>(item).cast<py::tuple>();
-              if (t.size() != 3) {
-                throw py::value_error("opaque_layers: each must be (layer, dtype, shape)");
-              }
+              auto t = ToItems(item, 3, at + " (layer, dtype, shape)");
               layer = t[0];
               dtype = t[1];
               shape = t[2];
             }
-            d.layer = layer.cast<uint32_t>();
+            d.layer = ToU32(layer, at + " layer");
             d.dtype = ToDType(dtype);
             std::vector<uint64_t> dims;
-            if (PyLong_Check(shape.ptr())) {
-              dims.push_back(shape.cast<uint64_t>());
+            if (PyIndex_Check(shape.ptr())) {
+              dims.push_back(ToU64(shape, at + " shape"));
+            } else if (!shape.is_none() && py::hasattr(shape, "__iter__")) {
+              size_t k = 0;
+              for (py::handle x : py::iter(shape)) {
+                dims.push_back(ToU64(x, at + " shape[" + std::to_string(k++) + "]"));
+              }
             } else {
-              for (py::handle x : py::iter(shape)) dims.push_back(x.cast<uint64_t>());
+              throw py::type_error(at + " shape must be a tuple of ints, not " +
+                                   std::string(Py_TYPE(shape.ptr())->tp_name));
             }
             // ndim outside 1..8 goes to auxstore as it is, which refuses it.
             d.ndim = static_cast<uint32_t>(dims.size());
@@ -454,7 +467,7 @@ void RegisterStore(py::module_& m) {
       [](Store& s, uint64_t ns, py::handle prefix, uint64_t token_count, py::handle layers,
          py::handle token_digest, py::handle block_chain, uint32_t block_size) {
         const Prefix p = ToPrefix(prefix);
-        Layers ls = ToLayers(layers);
+        Layers ls = ToLayers(layers, "layers");
         std::optional<Prefix> digest;
         if (!token_digest.is_none()) digest = ToPrefix(token_digest, "token_digest");
         std::vector<Prefix> chain;
@@ -496,12 +509,12 @@ void RegisterStore(py::module_& m) {
           Layers layers;
         };
         std::vector<Item> all;
+        size_t n = 0;
         for (py::handle it : py::iter(items)) {
-          py::tuple t = py::reinterpret_borrow<py::object>(it).cast<py::tuple>();
-          if (t.size() != 3) {
-            throw py::value_error("batch_put: each item must be (prefix, token_count, layers)");
-          }
-          all.push_back({ToPrefix(t[0]), t[1].cast<uint64_t>(), ToLayers(t[2])});
+          const std::string at = "items[" + std::to_string(n++) + "]";
+          auto t = ToItems(it, 3, at + " (prefix, token_count, layers)");
+          all.push_back({ToPrefix(t[0], (at + " prefix").c_str()), ToU64(t[1], at + " token_count"),
+                         ToLayers(t[2], at + " layers")});
         }
         std::vector<bool> ok(all.size(), false);
         {
@@ -683,7 +696,7 @@ void RegisterStore(py::module_& m) {
       "read_layers_into",
       [](Store& s, uint64_t ns, py::handle prefix, py::handle dests) {
         const Prefix p = ToPrefix(prefix);
-        Dests d = ToDests(dests);
+        Dests d = ToDests(dests, "dests");
         {
           py::gil_scoped_release release;
           s.With([&](auxstore_t* db) {
@@ -720,10 +733,11 @@ void RegisterStore(py::module_& m) {
       "batch_read_into",
       [](Store& s, uint64_t ns, py::handle items) {
         std::vector<std::pair<Prefix, Dests>> all;
+        size_t n = 0;
         for (py::handle it : py::iter(items)) {
-          py::tuple t = py::reinterpret_borrow<py::object>(it).cast<py::tuple>();
-          if (t.size() != 2) throw py::value_error("batch_read_into: each item is (prefix, dests)");
-          all.emplace_back(ToPrefix(t[0]), ToDests(t[1]));
+          const std::string at = "items[" + std::to_string(n++) + "]";
+          auto t = ToItems(it, 2, at + " (prefix, dests)");
+          all.emplace_back(ToPrefix(t[0], (at + " prefix").c_str()), ToDests(t[1], at + " dests"));
         }
         std::vector<bool> ok(all.size(), false);
         {
