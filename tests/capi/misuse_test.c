@@ -1,0 +1,332 @@
+/* Handle misuse through the C ABI (issue 23), each case in its own child
+ * process that must exit cleanly with the documented codes: double close,
+ * destroy and release; use after close; a pipeline or state outliving its
+ * store or backend; handles of the wrong type and pointers auxstore never
+ * handed out. Every store a case touched must then pass `auxstore verify`. */
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "child_case.h"
+
+static char g_root[256];
+
+typedef struct {
+  auxstore_t* db;
+  uint64_t ns;
+  auxstore_backend_t* be;
+} env_t;
+
+static auxstore_t* open_store(const char* dir) {
+  auxstore_t* db = NULL;
+  EXPECT(auxstore_open(dir, NULL, &db, &g_err), AUXSTORE_OK, "");
+  return db;
+}
+
+static env_t open_env(const char* dir) {
+  env_t e = {open_store(dir), 0, NULL};
+  auxstore_geometry_t g;
+  memset(&g, 0, sizeof g);
+  EXPECT(auxstore_register_namespace(e.db, "misuse", &g, &e.ns, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_backend_create(AUXSTORE_BACKEND_HOST, &e.be, &g_err), AUXSTORE_OK, "");
+  return e;
+}
+
+static void prefix_of(uint8_t p[16], int i) {
+  memset(p, 0, 16);
+  p[0] = (uint8_t)i;
+  p[15] = 0xa5;
+}
+
+/* An opaque state holding `size` bytes of pattern `seed`. */
+static auxstore_state_t* opaque_state(auxstore_backend_t* be, size_t size, int seed) {
+  auxstore_state_t* s = NULL;
+  EXPECT(auxstore_opaque_state_create(be, 4096, &s, &g_err), AUXSTORE_OK, "");
+  uint8_t buf[4096];
+  for (size_t i = 0; i < size; ++i) buf[i] = (uint8_t)(i * 7 + seed);
+  EXPECT(auxstore_state_load(s, buf, size, &g_err), AUXSTORE_OK, "");
+  return s;
+}
+
+/* Whether snapshot `i` is stored. */
+static int stored(auxstore_t* db, uint64_t ns, int i) {
+  uint8_t p[1][16], found = 0;
+  prefix_of(p[0], i);
+  EXPECT(auxstore_get_manifests(db, ns, (const uint8_t(*)[16])p, 1, &found, NULL, &g_err),
+         AUXSTORE_OK, "");
+  return found;
+}
+
+static void put_opaque(env_t* e, int i, size_t size) {
+  uint8_t buf[4096], p[16];
+  for (size_t k = 0; k < size; ++k) buf[k] = (uint8_t)(k * 7 + i);
+  auxstore_layer_t l = {0, AUXSTORE_KIND_OPAQUE, buf, size};
+  prefix_of(p, i);
+  EXPECT(auxstore_put_snapshot(e->db, e->ns, p, 16, 1, &l, &g_err), AUXSTORE_OK, "");
+}
+
+/* ---- cases ----------------------------------------------------------------- */
+
+static void double_close(void* dir) {
+  env_t e = open_env(dir);
+  auxstore_backend_destroy(e.be);
+  const uint64_t before = auxstore_misuse_count();
+  auxstore_close(e.db);
+  auxstore_close(e.db);
+  EXPECT_TRUE(auxstore_misuse_count() == before + 1);
+}
+
+static void stats_after_close(void* dir) {
+  env_t e = open_env(dir);
+  auxstore_backend_destroy(e.be);
+  put_opaque(&e, 1, 100);
+  auxstore_close(e.db);
+  auxstore_stats_t st;
+  uint8_t p[16];
+  prefix_of(p, 1);
+  EXPECT(auxstore_stats(e.db, &st, &g_err), AUXSTORE_INVALID_ARGUMENT, "not a live auxstore_t");
+  EXPECT(auxstore_erase(e.db, e.ns, p, &g_err), AUXSTORE_INVALID_ARGUMENT, "db is not a live");
+  EXPECT(auxstore_flush(e.db, &g_err), AUXSTORE_INVALID_ARGUMENT, "not a live");
+  /* The store really closed: it opens again. */
+  auxstore_t* again = open_store(dir);
+  EXPECT(auxstore_stats(again, &st, &g_err), AUXSTORE_OK, "");
+  EXPECT_TRUE(stored(again, e.ns, 1));
+  auxstore_close(again);
+}
+
+static void double_backend_destroy(void* dir) {
+  env_t e = open_env(dir);
+  const uint64_t before = auxstore_misuse_count();
+  auxstore_backend_destroy(e.be);
+  auxstore_backend_destroy(e.be);
+  EXPECT_TRUE(auxstore_misuse_count() == before + 1);
+  uint64_t ptr = 0;
+  EXPECT(auxstore_device_alloc(e.be, 64, &ptr, &g_err), AUXSTORE_INVALID_ARGUMENT,
+         "backend is not a live auxstore_backend_t");
+  EXPECT_TRUE(auxstore_backend_kind(e.be) == -1);
+  EXPECT_TRUE(strcmp(auxstore_backend_name(e.be), "") == 0);
+  auxstore_close(e.db);
+}
+
+static void double_state_release(void* dir) {
+  env_t e = open_env(dir);
+  auxstore_state_t* s = opaque_state(e.be, 100, 1);
+  EXPECT(auxstore_state_release(s, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_state_release(s, &g_err), AUXSTORE_INVALID_ARGUMENT,
+         "state is not a live auxstore_state_t");
+  uint64_t count = 0;
+  EXPECT(auxstore_state_counters(s, &count, NULL, &g_err), AUXSTORE_INVALID_ARGUMENT, "not a live");
+  EXPECT_TRUE(auxstore_state_kind(s) == 0);
+  auxstore_backend_destroy(e.be);
+  auxstore_close(e.db);
+}
+
+static void double_pipeline_destroy(void* dir) {
+  env_t e = open_env(dir);
+  auxstore_pipeline_t* p = NULL;
+  EXPECT(auxstore_pipeline_create(e.db, e.be, &p, &g_err), AUXSTORE_OK, "");
+  const uint64_t before = auxstore_misuse_count();
+  auxstore_pipeline_destroy(p);
+  auxstore_pipeline_destroy(p);
+  EXPECT_TRUE(auxstore_misuse_count() == before + 1);
+  EXPECT(auxstore_pipeline_flush(p, &g_err), AUXSTORE_INVALID_ARGUMENT,
+         "pipeline is not a live auxstore_pipeline_t");
+  EXPECT_TRUE(auxstore_pipeline_stream(p) == 0);
+  auxstore_backend_destroy(e.be);
+  auxstore_close(e.db);
+}
+
+static void double_restore_handle_release(void* dir) {
+  env_t e = open_env(dir);
+  put_opaque(&e, 1, 100);
+  auxstore_pipeline_t* p = NULL;
+  EXPECT(auxstore_pipeline_create(e.db, e.be, &p, &g_err), AUXSTORE_OK, "");
+  auxstore_state_t* s = NULL;
+  EXPECT(auxstore_opaque_state_create(e.be, 4096, &s, &g_err), AUXSTORE_OK, "");
+  auxstore_restore_target_t t = {0, s};
+  uint8_t pre[16];
+  prefix_of(pre, 1);
+  auxstore_restore_handle_t* h = NULL;
+  EXPECT(auxstore_restore_start(p, e.ns, pre, &t, 1, NULL, &h, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_restore_join(h, &g_err), AUXSTORE_OK, "");
+  const uint64_t before = auxstore_misuse_count();
+  auxstore_restore_handle_release(h);
+  auxstore_restore_handle_release(h);
+  auxstore_restore_cancel(h);
+  EXPECT_TRUE(auxstore_misuse_count() == before + 2);
+  EXPECT_TRUE(auxstore_restore_poll(h) == -1);
+  EXPECT_TRUE(auxstore_restore_layer_done(h, 0) == 0);
+  EXPECT(auxstore_restore_join(h, &g_err), AUXSTORE_INVALID_ARGUMENT,
+         "handle is not a live auxstore_restore_handle_t");
+  EXPECT(auxstore_state_release(s, &g_err), AUXSTORE_OK, "");
+  auxstore_pipeline_destroy(p);
+  auxstore_backend_destroy(e.be);
+  auxstore_close(e.db);
+}
+
+static void double_options_destroy(void* dir) {
+  (void)dir;
+  auxstore_options_t* o = auxstore_options_create();
+  EXPECT_TRUE(o != NULL);
+  const uint64_t before = auxstore_misuse_count();
+  auxstore_options_destroy(o);
+  auxstore_options_destroy(o);
+  EXPECT_TRUE(auxstore_misuse_count() == before + 1);
+  EXPECT(auxstore_options_set_ttl_seconds(o, 5, &g_err), AUXSTORE_INVALID_ARGUMENT,
+         "options is not a live auxstore_options_t");
+  auxstore_t* db = NULL;
+  EXPECT(auxstore_open("/nonexistent-never", o, &db, &g_err), AUXSTORE_INVALID_ARGUMENT,
+         "options is not a live");
+}
+
+/* The store closed under a pipeline: the pipeline keeps it open; snapshots
+ * and restores go on, and the store closes with the pipeline. */
+static void pipeline_outlives_store(void* dir) {
+  env_t e = open_env(dir);
+  auxstore_pipeline_t* p = NULL;
+  EXPECT(auxstore_pipeline_create(e.db, e.be, &p, &g_err), AUXSTORE_OK, "");
+  auxstore_close(e.db);
+  auxstore_stats_t st;
+  EXPECT(auxstore_stats(e.db, &st, &g_err), AUXSTORE_INVALID_ARGUMENT, "not a live");
+  auxstore_state_t* s = opaque_state(e.be, 300, 3);
+  auxstore_snapshot_source_t src = {0, s};
+  uint8_t pre[16];
+  prefix_of(pre, 3);
+  uint64_t stream = 0;
+  EXPECT(auxstore_stream_create(e.be, &stream, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_snapshot(p, e.ns, pre, 16, &src, 1, stream, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_pipeline_flush(p, &g_err), AUXSTORE_OK, "");
+  auxstore_state_t* t = NULL;
+  EXPECT(auxstore_opaque_state_create(e.be, 4096, &t, &g_err), AUXSTORE_OK, "");
+  auxstore_restore_target_t tgt = {0, t};
+  EXPECT(auxstore_restore_wait(p, e.ns, pre, &tgt, 1, &g_err), AUXSTORE_OK, "");
+  uint64_t count = 0;
+  EXPECT(auxstore_state_counters(t, &count, NULL, &g_err), AUXSTORE_OK, "");
+  EXPECT_TRUE(count == 300);
+  auxstore_pipeline_destroy(p);
+  EXPECT(auxstore_state_release(s, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_state_release(t, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_stream_destroy(e.be, stream, &g_err), AUXSTORE_OK, "");
+  auxstore_backend_destroy(e.be);
+  /* Closed with its pipeline: it opens again, with the snapshot. */
+  auxstore_t* again = open_store(dir);
+  EXPECT_TRUE(stored(again, e.ns, 3));
+  auxstore_close(again);
+}
+
+/* The backend destroyed under states and a pipeline: they keep it. */
+static void state_outlives_backend(void* dir) {
+  env_t e = open_env(dir);
+  auxstore_state_t* s = opaque_state(e.be, 200, 4);
+  auxstore_pipeline_t* p = NULL;
+  EXPECT(auxstore_pipeline_create(e.db, e.be, &p, &g_err), AUXSTORE_OK, "");
+  auxstore_backend_destroy(e.be);
+  void* data = NULL;
+  size_t size = 0;
+  EXPECT(auxstore_state_read(s, &data, &size, &g_err), AUXSTORE_OK, "");
+  EXPECT_TRUE(size == 200);
+  auxstore_free(data);
+  auxstore_snapshot_source_t src = {0, s};
+  uint8_t pre[16];
+  prefix_of(pre, 4);
+  EXPECT(auxstore_snapshot(p, e.ns, pre, 16, &src, 1, auxstore_pipeline_stream(p), &g_err),
+         AUXSTORE_OK, "");
+  EXPECT(auxstore_pipeline_flush(p, &g_err), AUXSTORE_OK, "");
+  auxstore_pipeline_destroy(p);
+  EXPECT(auxstore_state_release(s, &g_err), AUXSTORE_OK, "");
+  auxstore_close(e.db);
+}
+
+/* A handle of another type, and pointers auxstore never handed out. */
+static void foreign_handles(void* dir) {
+  env_t e = open_env(dir);
+  auxstore_state_t* s = opaque_state(e.be, 10, 5);
+  auxstore_stats_t st;
+  EXPECT(auxstore_stats((auxstore_t*)s, &st, &g_err), AUXSTORE_INVALID_ARGUMENT,
+         "db is not a live auxstore_t");
+  uint64_t ptr = 0;
+  EXPECT(auxstore_device_alloc((auxstore_backend_t*)e.db, 64, &ptr, &g_err),
+         AUXSTORE_INVALID_ARGUMENT, "backend is not a live");
+  void* junk = calloc(1, 4096);
+  EXPECT(auxstore_flush((auxstore_t*)junk, &g_err), AUXSTORE_INVALID_ARGUMENT, "not a live");
+  EXPECT(auxstore_state_release((auxstore_state_t*)junk, &g_err), AUXSTORE_INVALID_ARGUMENT,
+         "not a live");
+  const uint64_t before = auxstore_misuse_count();
+  auxstore_close((auxstore_t*)junk);
+  auxstore_pipeline_destroy((auxstore_pipeline_t*)junk);
+  auxstore_backend_destroy((auxstore_backend_t*)s);
+  EXPECT_TRUE(auxstore_misuse_count() == before + 3);
+  free(junk);
+  /* Still all live and working. */
+  EXPECT(auxstore_stats(e.db, &st, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_state_release(s, &g_err), AUXSTORE_OK, "");
+  auxstore_backend_destroy(e.be);
+  auxstore_close(e.db);
+}
+
+/* A restore target is refused while another restore fills it, and the same
+ * state twice in one restore is refused. */
+static void target_twice(void* dir) {
+  env_t e = open_env(dir);
+  put_opaque(&e, 6, 100);
+  auxstore_pipeline_t* p = NULL;
+  EXPECT(auxstore_pipeline_create(e.db, e.be, &p, &g_err), AUXSTORE_OK, "");
+  auxstore_state_t* s = NULL;
+  EXPECT(auxstore_opaque_state_create(e.be, 4096, &s, &g_err), AUXSTORE_OK, "");
+  auxstore_restore_target_t t[2] = {{0, s}, {1, s}};
+  uint8_t pre[16];
+  prefix_of(pre, 6);
+  EXPECT(auxstore_restore_wait(p, e.ns, pre, t, 2, &g_err), AUXSTORE_INVALID_ARGUMENT,
+         "each layer needs its own state");
+  EXPECT(auxstore_restore_wait(p, e.ns, pre, t, 1, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_state_release(s, &g_err), AUXSTORE_OK, "");
+  auxstore_pipeline_destroy(p);
+  auxstore_backend_destroy(e.be);
+  auxstore_close(e.db);
+}
+
+/* ---- driver ---------------------------------------------------------------- */
+
+typedef struct {
+  const char* name;
+  void (*fn)(void*);
+} case_t;
+
+static const case_t kCases[] = {
+    {"double_close", double_close},
+    {"stats_after_close", stats_after_close},
+    {"double_backend_destroy", double_backend_destroy},
+    {"double_state_release", double_state_release},
+    {"double_pipeline_destroy", double_pipeline_destroy},
+    {"double_restore_handle_release", double_restore_handle_release},
+    {"double_options_destroy", double_options_destroy},
+    {"pipeline_outlives_store", pipeline_outlives_store},
+    {"state_outlives_backend", state_outlives_backend},
+    {"foreign_handles", foreign_handles},
+    {"target_twice", target_twice},
+};
+
+int main(int argc, char** argv) {
+  const char* only = argc > 1 ? argv[1] : NULL;
+  snprintf(g_root, sizeof g_root, "/tmp/auxstore_misuse_XXXXXX");
+  if (mkdtemp(g_root) == NULL) {
+    perror("mkdtemp");
+    return 1;
+  }
+  int failures = 0, ran = 0;
+  for (size_t i = 0; i < sizeof kCases / sizeof kCases[0]; ++i) {
+    if (only != NULL && strcmp(only, kCases[i].name) != 0) continue;
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/%s", g_root, kCases[i].name);
+    ++ran;
+    if (run_child(kCases[i].name, kCases[i].fn, dir) != 0) {
+      ++failures;
+      continue;
+    }
+    struct stat sb;
+    if (stat(dir, &sb) == 0 && verify_store(dir) != 0) ++failures;
+    printf("ok %s\n", kCases[i].name);
+  }
+  remove_tree(g_root);
+  printf("%d of %d cases failed\n", failures, ran);
+  return failures == 0 && ran > 0 ? 0 : 1;
+}
