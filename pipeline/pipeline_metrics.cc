@@ -15,7 +15,7 @@ void AppendPipelineMetrics(const PipelineStats& s, std::string_view labels, std:
   m.Gauge("auxstore_restores_running", "Restores in flight.", s.restores_running);
   m.Counter("auxstore_restored_bytes_total", "Layer bytes of the restores that succeeded.",
             s.bytes_restored);
-  m.Counter("auxstore_snapshots_total", "Write-behind snapshots, by outcome.",
+  m.Counter("auxstore_write_behind_snapshots_total", "Write-behind snapshots, by outcome.",
             {{"result=\"accepted\"", double(s.snapshots_accepted)},
              {"result=\"shed\"", double(s.snapshots_shed)},
              {"result=\"written\"", double(s.snapshots_written)},

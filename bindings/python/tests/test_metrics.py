@@ -24,7 +24,7 @@ STORE_FAMILIES = {
 PIPELINE_FAMILIES = {
     "auxstore_restores": "counter", "auxstore_restores_cancelled": "counter",
     "auxstore_restores_running": "gauge", "auxstore_restored_bytes": "counter",
-    "auxstore_snapshots": "counter", "auxstore_snapshotted_bytes": "counter",
+    "auxstore_write_behind_snapshots": "counter", "auxstore_snapshotted_bytes": "counter",
     "auxstore_staging_waits": "counter", "auxstore_restore_latency_seconds": "histogram",
     "auxstore_restore_throughput_bytes_per_second": "histogram",
 }
@@ -84,7 +84,7 @@ def test_collector_in_the_engines_registry(store, ns, backend, weights):
                          if k[0] == "auxstore_restore_latency_seconds_bucket")
         assert [v for _, v in buckets] == sorted(v for _, v in buckets)
         assert len(buckets) == auxstore.LATENCY_BUCKETS
-        assert got[("auxstore_snapshots_total",
+        assert got[("auxstore_write_behind_snapshots_total",
                     frozenset([inst, ("result", "shed")]))] == ps.snapshots_shed
     # The pipeline closed: the store's metrics only; then nothing once closed.
     text = scrape(registry)
@@ -108,9 +108,83 @@ def test_metrics_text_matches_the_c_exposition(store, ns):
 def test_collector_arguments(store):
     with pytest.raises(ValueError):
         auxstore.Collector()
+    with pytest.raises(TypeError, match="store"):
+        auxstore.Collector(store).add("not a store")
+    with pytest.raises(ValueError, match="NUL"):
+        auxstore.Collector(store, labels={"a": "b\0c"})
     with pytest.raises(ValueError, match="label name"):
         auxstore.Collector(store, labels={"bad-name": "x"})
     with pytest.raises(TypeError):
         auxstore.Collector("not a store")
     with pytest.raises(ValueError, match="label name"):
         store.metrics_text(labels={"0x": "y"})
+
+
+def family_names(text):
+    """The family names of a 0.0.4 exposition, as OpenMetrics and
+    prometheus_client see them (a counter's without its _total)."""
+    names = []
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, typ = line.split(" ")
+            if typ == "counter" and name.endswith("_total"):
+                name = name[:-len("_total")]
+            names.append(name)
+    return names
+
+
+def test_c_exposition_has_no_clashing_families(store, ns, pipeline):
+    # Store gauge auxstore_snapshots and the pipeline's write-behind counter
+    # were both the family "auxstore_snapshots".
+    names = family_names(auxstore.metrics_text(store, pipeline))
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+    assert "auxstore_snapshots" in names and "auxstore_write_behind_snapshots" in names
+
+
+def test_register_and_unregister_cleanly(store, ns, pipeline):
+    # An auto-describing registry (as prometheus_client.REGISTRY is).
+    registry = CollectorRegistry(auto_describe=True)
+    c = auxstore.Collector(store, pipeline=pipeline)
+    registry.register(c)
+    registry.unregister(c)  # raised KeyError and left half the names behind
+    registry.register(auxstore.Collector(store, pipeline=pipeline))
+    assert scrape(registry).count("# TYPE auxstore_snapshots gauge") == 1
+
+
+def test_several_stores_in_one_registry(tmp_path, backend):
+    from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
+    from prometheus_client.openmetrics.parser import (
+        text_string_to_metric_families as openmetrics_families)
+    paths = [str(tmp_path / "a"), str(tmp_path / 'b "2"')]
+    with auxstore.Store(paths[0]) as a, auxstore.Store(paths[1]) as b, \
+            auxstore.Pipeline(a, backend) as pa:
+        for i, s in enumerate((a, b)):
+            ns_i = s.register_namespace("m")
+            for k in range(i + 1):
+                s.put(ns_i, prefix(k), 1, [(2, "opaque", b"xyz")])
+        collector = auxstore.Collector(a, pipeline=pa).add(b)
+        assert collector.labels == {"store": paths[0]}
+        with pytest.raises(ValueError, match="already"):
+            collector.add(b)  # the same labels twice could not be told apart
+        registry = CollectorRegistry()
+        registry.register(collector)
+        # Another collector exposing the same families is refused, not duplicated.
+        with pytest.raises(ValueError, match="Duplicated"):
+            registry.register(auxstore.Collector(b, labels={"store": "other"}))
+        text = scrape(registry)
+        names = family_names(text)
+        assert len(names) == len(set(names)), text
+        got = samples(text)
+        for i, path in enumerate(paths):
+            assert got[("auxstore_snapshots", frozenset([("store", path)]))] == i + 1
+            assert got[("auxstore_puts_total", frozenset([("store", path)]))] == i + 1
+        assert ("auxstore_restores_running", frozenset([("store", paths[0])])) in got
+        assert ("auxstore_restores_running", frozenset([("store", paths[1])])) not in got
+        # OpenMetrics: prometheus_client's strict parser takes its own output.
+        om = openmetrics_latest(registry).decode()
+        fams = list(openmetrics_families(om))
+        assert len({f.name for f in fams}) == len(fams)
+        snap = next(f for f in fams if f.name == "auxstore_snapshots")
+        assert sorted(s.labels["store"] for s in snap.samples) == sorted(paths)
+        wb = next(f for f in fams if f.name == "auxstore_write_behind_snapshots")
+        assert wb.type == "counter"

@@ -137,7 +137,7 @@ fn shedding_never_blocks_and_is_counted() {
     assert_eq!((s.snapshots_shed, s.snapshots_accepted, s.snapshots_written), (1, 1, 1));
     assert_eq!(f.store.get_manifests(f.ns, &[prefix, p2]).unwrap(), vec![None, Some(16)]);
     let text = p.metrics_text(None).unwrap();
-    assert!(text.contains("auxstore_snapshots_total{result=\"shed\"} 1"), "{text}");
+    assert!(text.contains("auxstore_write_behind_snapshots_total{result=\"shed\"} 1"), "{text}");
     // Refusals (not sheds) are errors.
     assert!(matches!(p.snapshot(f.ns, &p2, 16, &[], &stream), Err(Error::InvalidArgument(_))));
     assert!(matches!(p.snapshot(f.ns, &p2, 16, &[(2, &small), (2, &small)], &stream), Err(Error::InvalidArgument(_))));
