@@ -13,6 +13,7 @@
 #include "format/envelope.h"
 #include "store/db_store.h"
 #include "store/deferred_delete_fs.h"
+#include "store/held_files_fs.h"
 #include "store/meta_keys.h"
 #include "store/open_on_file_system.h"
 #include "store/store_dir.h"
@@ -48,10 +49,23 @@ void DbStore::Log(LogLevel level, const std::string& message) const {
   Deliver(options_.log_sink, LogRecord{level, "auxstore", "store " + path_ + ": " + message});
 }
 
+namespace {
+
+// A reader holds the table files it opened (held_files_fs.h): a live
+// writer's deletions never look like damage to it.
+std::shared_ptr<rocksdb::FileSystem> FileSystemFor(const Options& options,
+                                                   std::shared_ptr<rocksdb::FileSystem> fs) {
+  if (!options.read_only) return fs;
+  return NewHeldFilesFileSystem(fs ? std::move(fs) : rocksdb::FileSystem::Default());
+}
+
+}  // namespace
+
 DbStore::DbStore(const Options& options, std::string path, std::shared_ptr<rocksdb::FileSystem> fs)
     : options_(options),
       path_(std::move(path)),
-      setup_(MakeRocksSetup(std::move(fs), options.log_sink, options.log_level)) {}
+      setup_(MakeRocksSetup(FileSystemFor(options, std::move(fs)), options.log_sink,
+                            options.log_level)) {}
 
 Result<std::unique_ptr<Store>> DbStore::Open(const Options& options, const std::string& path,
                                              std::shared_ptr<rocksdb::FileSystem> fs) {
