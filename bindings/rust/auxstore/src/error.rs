@@ -9,8 +9,16 @@ use std::ptr;
 /// message, which names the function and the argument
 /// (`auxstore_put_snapshot: layers[1].kind is 9, not a known kind ...`).
 /// Errors found by the Rust wrapper itself (a slice too short, a NUL in a
-/// string) are `InvalidArgument` with a message naming the Rust method.
+/// string, a size whose byte count overflows) are `InvalidArgument` or
+/// `OutOfRange` with a message naming the Rust method.
+///
+/// Each variant is named exactly as auxstore names its code (C++
+/// `StatusCode`, `auxstore_code_name`): `Error::IOError(_).code_name()` is
+/// `"IOError"`, and `{:?}` of any error starts with its [`Error::code_name`].
+/// The enum is `#[non_exhaustive]`: a later auxstore may add a code, so a
+/// `match` needs a `_` arm (a code this crate does not know is `Internal`).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Error {
     /// `AUXSTORE_NOT_FOUND`: no such snapshot, layer, lease or namespace.
     NotFound(String),
@@ -22,8 +30,8 @@ pub enum Error {
     OutOfRange(String),
     /// `AUXSTORE_CAPACITY`: the store or a queue is full; the call was shed.
     Capacity(String),
-    /// `AUXSTORE_IO_ERROR`: the file system failed.
-    IoError(String),
+    /// `AUXSTORE_IO_ERROR` ("IOError"): the file system failed.
+    IOError(String),
     /// `AUXSTORE_BUSY`: another handle holds the store for writing.
     Busy(String),
     /// `AUXSTORE_UNAVAILABLE`: the handle cannot serve this now (read-only,
@@ -40,7 +48,8 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
-    /// The error for a C status code (`code` must not be `AUXSTORE_OK`).
+    /// The error for a C status code with its message. `AUXSTORE_OK` and any
+    /// value that is not a code give `Internal`, naming the value.
     pub fn from_code(code: i32, message: impl Into<String>) -> Error {
         let m = message.into();
         match code {
@@ -49,11 +58,12 @@ impl Error {
             sys::AUXSTORE_INVALID_ARGUMENT => Error::InvalidArgument(m),
             sys::AUXSTORE_OUT_OF_RANGE => Error::OutOfRange(m),
             sys::AUXSTORE_CAPACITY => Error::Capacity(m),
-            sys::AUXSTORE_IO_ERROR => Error::IoError(m),
+            sys::AUXSTORE_IO_ERROR => Error::IOError(m),
             sys::AUXSTORE_BUSY => Error::Busy(m),
             sys::AUXSTORE_UNAVAILABLE => Error::Unavailable(m),
             sys::AUXSTORE_NOT_SUPPORTED => Error::NotSupported(m),
             sys::AUXSTORE_INTERNAL => Error::Internal(m),
+            sys::AUXSTORE_OK => Error::Internal(format!("status code 0 (OK) is not an error: {m}")),
             other => Error::Internal(format!("unknown status code {other}: {m}")),
         }
     }
@@ -66,7 +76,7 @@ impl Error {
             Error::InvalidArgument(_) => sys::AUXSTORE_INVALID_ARGUMENT,
             Error::OutOfRange(_) => sys::AUXSTORE_OUT_OF_RANGE,
             Error::Capacity(_) => sys::AUXSTORE_CAPACITY,
-            Error::IoError(_) => sys::AUXSTORE_IO_ERROR,
+            Error::IOError(_) => sys::AUXSTORE_IO_ERROR,
             Error::Busy(_) => sys::AUXSTORE_BUSY,
             Error::Unavailable(_) => sys::AUXSTORE_UNAVAILABLE,
             Error::NotSupported(_) => sys::AUXSTORE_NOT_SUPPORTED,
@@ -74,12 +84,14 @@ impl Error {
         }
     }
 
-    /// The code's name as auxstore spells it: "NotFound", "Corruption", ...
+    /// The code's name as auxstore spells it ("NotFound", "Corruption",
+    /// "IOError", ...): the same as the variant's name.
     pub fn code_name(&self) -> &'static str {
         code_name(self.code())
     }
 
-    /// auxstore's message (prefixed with the C function's name).
+    /// auxstore's message, prefixed with the C function's name (or, for a
+    /// check the wrapper made, the Rust method's `auxstore::Type::method`).
     pub fn message(&self) -> &str {
         match self {
             Error::NotFound(m)
@@ -87,7 +99,7 @@ impl Error {
             | Error::InvalidArgument(m)
             | Error::OutOfRange(m)
             | Error::Capacity(m)
-            | Error::IoError(m)
+            | Error::IOError(m)
             | Error::Busy(m)
             | Error::Unavailable(m)
             | Error::NotSupported(m)

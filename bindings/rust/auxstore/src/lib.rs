@@ -94,6 +94,18 @@
 //! sync(&auxstore::Options::new());
 //! ```
 //!
+//! ```compile_fail,E0004
+//! // `Error` is #[non_exhaustive]: a later auxstore may add a status code, so
+//! // a match outside this crate needs a `_` arm.
+//! fn code(e: &auxstore::Error) -> i32 {
+//!     use auxstore::Error::*;
+//!     match e {
+//!         NotFound(_) | Corruption(_) | InvalidArgument(_) | OutOfRange(_) | Capacity(_) => 1,
+//!         IOError(_) | Busy(_) | Unavailable(_) | NotSupported(_) | Internal(_) => 2,
+//!     }
+//! }
+//! ```
+//!
 //! ```compile_fail,E0597
 //! // A pipeline cannot outlive its store.
 //! fn f(b: &auxstore::Backend) {
@@ -104,6 +116,7 @@
 //! }
 //! ```
 #![warn(missing_debug_implementations)]
+#![warn(missing_docs)]
 
 pub use auxstore_sys as sys;
 
@@ -111,6 +124,7 @@ mod backend;
 mod error;
 mod pipeline;
 mod prefix;
+mod sizes;
 mod state;
 mod store;
 mod types;

@@ -11,6 +11,7 @@ use std::marker::PhantomData;
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 
 /// A pipeline over a store and a backend (`auxstore_pipeline_t`): restores
@@ -41,6 +42,7 @@ pub enum SnapshotOutcome {
 }
 
 impl SnapshotOutcome {
+    /// Whether the snapshot was accepted (not shed).
     pub fn is_accepted(&self) -> bool {
         *self == SnapshotOutcome::Accepted
     }
@@ -54,38 +56,73 @@ impl std::fmt::Debug for Pipeline<'_> {
 
 impl<'a> Pipeline<'a> {
     /// A pipeline with the default options (staging sized to the store's
-    /// chunks).
+    /// chunks). It borrows the store and the backend until dropped; its
+    /// threads start here.
+    ///
+    /// # Errors
+    /// The backend's error when the pinned staging memory is not there.
     pub fn new(store: &'a Store, backend: &'a Backend) -> Result<Pipeline<'a>> {
         let mut raw = ptr::null_mut();
+        // SAFETY: live handles (borrowed for 'a) and a valid out pointer.
         check(|e| unsafe { sys::auxstore_pipeline_create(store.as_raw(), backend.as_raw(), &mut raw, e) })?;
-        Ok(Pipeline { raw: NonNull::new(raw).expect("auxstore_pipeline_create: OK and NULL"), store, backend })
+        Ok(Pipeline::from_raw(raw, store, backend, "auxstore_pipeline_create"))
     }
 
+    /// A pipeline with `options` (staging buffers, I/O threads, read-ahead,
+    /// write-behind queue limits).
+    ///
+    /// # Errors
+    /// `InvalidArgument` when `staging_bytes` is below the store's chunk
+    /// size, or when `staging_buffers * staging_bytes` overflows or exceeds
+    /// `isize::MAX` (refused before auxstore is called); the backend's error
+    /// when the pinned staging memory is not there.
     pub fn with_options(store: &'a Store, backend: &'a Backend, options: &PipelineOptions) -> Result<Pipeline<'a>> {
+        crate::sizes::product(
+            "auxstore::Pipeline::with_options: staging (staging_buffers * staging_bytes)",
+            &[options.staging_buffers as u64, options.staging_bytes as u64],
+        )?;
+        crate::sizes::allocation("auxstore::Pipeline::with_options: staging_bytes", options.staging_bytes as u64)?;
         let o = options.to_c();
         let mut raw = ptr::null_mut();
+        // SAFETY: live handles (borrowed for 'a), valid options and out
+        // pointer; the staging sizes are allocatable (checked above).
         check(|e| unsafe { sys::auxstore_pipeline_create_with(store.as_raw(), backend.as_raw(), &o, &mut raw, e) })?;
-        Ok(Pipeline { raw: NonNull::new(raw).expect("auxstore_pipeline_create_with: OK and NULL"), store, backend })
+        Ok(Pipeline::from_raw(raw, store, backend, "auxstore_pipeline_create_with"))
+    }
+
+    fn from_raw(raw: *mut sys::auxstore_pipeline_t, store: &'a Store, backend: &'a Backend, what: &str) -> Self {
+        let raw = NonNull::new(raw).unwrap_or_else(|| panic!("{what} returned OK and NULL"));
+        // Counted out in Drop: a pipeline leaked with mem::forget keeps
+        // its store and backend from being closed under its threads.
+        store.pipelines.fetch_add(1, Ordering::AcqRel);
+        backend.pipelines.fetch_add(1, Ordering::AcqRel);
+        Pipeline { raw, store, backend }
     }
 
     /// The raw handle, for calls into `auxstore_sys` (valid while `self` is).
     pub fn as_raw(&self) -> *mut sys::auxstore_pipeline_t {
         self.raw.as_ptr()
     }
+    /// The store it reads and writes.
     pub fn store(&self) -> &'a Store {
         self.store
     }
+    /// The backend its states and streams belong to.
     pub fn backend(&self) -> &'a Backend {
         self.backend
     }
 
     /// The pipeline's own stream (restores without a stream run on it).
     pub fn stream(&self) -> StreamRef<'_> {
+        // SAFETY: a live handle; the id stays valid while the pipeline does,
+        // which the returned reference's borrow of `self` guarantees.
         StreamRef::of(unsafe { sys::auxstore_pipeline_stream(self.as_raw()) }, self.backend.as_raw())
     }
 
+    /// The pipeline's counters and restore histograms (docs/metrics.md).
     pub fn stats(&self) -> Result<PipelineStats> {
         let mut s = sys::auxstore_pipeline_stats_t::default();
+        // SAFETY: a live handle and a valid out pointer.
         check(|e| unsafe { sys::auxstore_pipeline_stats(self.as_raw(), &mut s, e) })?;
         Ok(s.into())
     }
@@ -105,6 +142,12 @@ impl<'a> Pipeline<'a> {
     /// sources are free to change or be dropped when it returns (the store
     /// write still happens behind). [`Pipeline::snapshot_async`] skips that
     /// wait.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a stream of another backend, a state of another
+    /// backend, repeated layers or a bad namespace; the errors auxstore
+    /// finds before enqueueing (nothing is enqueued then). Write errors come
+    /// later, from [`Pipeline::flush`].
     pub fn snapshot<'s>(
         &self,
         ns: Namespace,
@@ -114,7 +157,10 @@ impl<'a> Pipeline<'a> {
         stream: impl Into<StreamRef<'s>>,
     ) -> Result<SnapshotOutcome> {
         let stream = stream.into();
-        // SAFETY: the stream is synchronised before the sources are released.
+        // SAFETY: the stream is synchronised before the sources are released
+        // (the `&State` borrows end when this returns). Should that
+        // synchronize fail (a CUDA context already broken), the copies may
+        // still be pending; every later call on the backend fails too.
         let outcome = unsafe { self.snapshot_async(ns, prefix, token_count, sources, stream)? };
         if outcome.is_accepted() {
             self.backend.synchronize(stream)?;
@@ -142,6 +188,9 @@ impl<'a> Pipeline<'a> {
             .iter()
             .map(|(layer, state)| sys::auxstore_snapshot_source_t { layer: *layer, state: state.as_raw() as *const _ })
             .collect();
+        // SAFETY: live handles; `c` holds `c.len()` sources, each a live
+        // state borrowed for the call (the caller's contract covers the
+        // asynchronous copies).
         let r = check(|e| {
             sys::auxstore_snapshot(self.as_raw(), ns.0, prefix.0.as_ptr(), token_count, c.as_ptr(), c.len(), s, e)
         });
@@ -155,13 +204,23 @@ impl<'a> Pipeline<'a> {
     /// Waits until every accepted snapshot is written; the first write error
     /// since the last flush.
     pub fn flush(&self) -> Result<()> {
+        // SAFETY: a live handle.
         check(|e| unsafe { sys::auxstore_pipeline_flush(self.as_raw(), e) })
     }
 
     /// Restores snapshot (ns, prefix) into fresh `targets` (one per snapshot
-    /// layer) and waits for the result. A failure moves no counter.
+    /// layer) and waits for the result. A failure moves no counter. The
+    /// targets are borrowed mutably for the call.
+    ///
+    /// # Errors
+    /// `NotFound` when the snapshot is not stored; `InvalidArgument` for a
+    /// target of another backend, repeated or missing layers, or a target
+    /// whose kind or geometry does not fit; `Corruption` when stored bytes
+    /// fail their checksums (the snapshot is quarantined).
     pub fn restore_wait(&self, ns: Namespace, prefix: &Prefix, targets: &mut [(u32, &mut State<'_>)]) -> Result<()> {
         let c = c_targets(targets.iter_mut().map(|(l, s)| (*l, &**s)));
+        // SAFETY: live handles; every target is a live state borrowed
+        // mutably until this returns, which is after the restore completed.
         check(|e| unsafe { sys::auxstore_restore_wait(self.as_raw(), ns.0, prefix.0.as_ptr(), c.as_ptr(), c.len(), e) })
     }
 
@@ -199,6 +258,8 @@ impl Drop for Pipeline<'_> {
         // SAFETY: ours; no scope (hence no restore of ours) is running. It
         // waits for accepted snapshots.
         unsafe { sys::auxstore_pipeline_destroy(self.raw.as_ptr()) }
+        self.store.pipelines.fetch_sub(1, Ordering::AcqRel);
+        self.backend.pipelines.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -277,6 +338,8 @@ pub struct RestoreOptions<'scope> {
 }
 
 impl<'scope> RestoreOptions<'scope> {
+    /// The pipeline's own stream, no lease, no callbacks (the same as
+    /// [`Default`]).
     pub fn new() -> RestoreOptions<'scope> {
         RestoreOptions::default()
     }
@@ -363,6 +426,7 @@ fn erase_done<'s>(f: Box<dyn FnOnce(Result<()>) + Send + 's>) -> Box<dyn FnOnce(
 }
 
 impl<'scope, 'env> RestoreScope<'scope, 'env> {
+    /// The pipeline the scope's restores run on.
     pub fn pipeline(&self) -> &'env Pipeline<'env> {
         self.pipeline
     }
@@ -407,7 +471,7 @@ impl<'scope, 'env> RestoreScope<'scope, 'env> {
             done: None,
             done_arg: ptr::null_mut(),
         };
-        // SAFETY: a valid out pointer.
+        // SAFETY: a valid out pointer (fills struct_size and the defaults).
         unsafe { sys::auxstore_restore_options_init(&mut o) };
         if let Some(s) = options.stream {
             o.use_stream = 1;
@@ -429,6 +493,9 @@ impl<'scope, 'env> RestoreScope<'scope, 'env> {
         o.done_arg = arg as *mut c_void;
         self.inner.started();
         let mut h = ptr::null_mut();
+        // SAFETY: live handles; the targets are borrowed mutably for 'scope,
+        // which the scope's wait_all outlasts; `arg` lives until the done
+        // trampoline (called exactly once on OK) or the error arm frees it.
         let r = check(|e| unsafe {
             sys::auxstore_restore_start(
                 self.pipeline.as_raw(),
@@ -454,6 +521,7 @@ impl<'scope, 'env> RestoreScope<'scope, 'env> {
             }
             Err(e) => {
                 // Refused: the callbacks will never run.
+                // SAFETY: `arg` came from Box::into_raw and C did not keep it.
                 drop(unsafe { Box::from_raw(arg) });
                 self.inner.finished(0);
                 Err(e)
@@ -479,6 +547,7 @@ impl<'scope, 'env> RestoreScope<'scope, 'env> {
         let c = c_targets(targets.into_iter().map(|(l, s)| (l, &*s)));
         let arg = self.callbacks(None, Some(Box::new(done)));
         self.inner.started();
+        // SAFETY: as in `start`.
         let r = check(|e| unsafe {
             sys::auxstore_restore(
                 self.pipeline.as_raw(),
@@ -492,6 +561,7 @@ impl<'scope, 'env> RestoreScope<'scope, 'env> {
             )
         });
         if r.is_err() {
+            // SAFETY: `arg` came from Box::into_raw and C did not keep it.
             drop(unsafe { Box::from_raw(arg) });
             self.inner.finished(0);
         }
@@ -527,28 +597,33 @@ impl<'scope> RestoreHandle<'scope> {
 
     /// Whether it is done.
     pub fn poll(&self) -> bool {
+        // SAFETY: a live handle (self; released only in Drop).
         unsafe { sys::auxstore_restore_poll(self.as_raw()) == 1 }
     }
 
     /// Waits until done; the restore's result (`Unavailable` when cancelled).
     pub fn join(&self) -> Result<()> {
+        // SAFETY: a live handle.
         check(|e| unsafe { sys::auxstore_restore_join(self.as_raw(), e) })
     }
 
     /// Asks it to stop; it then ends `Unavailable` ("cancelled") unless it
     /// already committed. Returns at once.
     pub fn cancel(&self) {
+        // SAFETY: a live handle.
         unsafe { sys::auxstore_restore_cancel(self.as_raw()) }
     }
 
     /// Whether `layer`'s bytes (and re-pool) are on the device.
     pub fn layer_done(&self, layer: u32) -> bool {
+        // SAFETY: a live handle.
         unsafe { sys::auxstore_restore_layer_done(self.as_raw(), layer) == 1 }
     }
 
     /// Waits until `layer` is done, or the restore failed before it (its
     /// error). Counters are still committed only when the whole restore is.
     pub fn wait_layer(&self, layer: u32) -> Result<()> {
+        // SAFETY: a live handle.
         check(|e| unsafe { sys::auxstore_restore_wait_layer(self.as_raw(), layer, e) })
     }
 
@@ -556,12 +631,14 @@ impl<'scope> RestoreHandle<'scope> {
     /// until the layer's work is enqueued.
     pub fn stream_wait_layer<'s>(&self, layer: u32, stream: impl Into<StreamRef<'s>>) -> Result<()> {
         let s = self.stream_of(stream.into())?;
+        // SAFETY: a live handle; the stream is borrowed for the call.
         check(|e| unsafe { sys::auxstore_restore_stream_wait_layer(self.as_raw(), layer, s, e) })
     }
 
     /// Makes `stream` wait, on the device, for every layer.
     pub fn stream_wait_all<'s>(&self, stream: impl Into<StreamRef<'s>>) -> Result<()> {
         let s = self.stream_of(stream.into())?;
+        // SAFETY: a live handle; the stream is borrowed for the call.
         check(|e| unsafe { sys::auxstore_restore_stream_wait_all(self.as_raw(), s, e) })
     }
 
@@ -579,6 +656,8 @@ impl<'scope> RestoreHandle<'scope> {
         loop {
             let mut n = 0usize;
             let cap = v.len();
+            // SAFETY: a live handle; `v` has room for `cap` layers, all
+            // auxstore writes (it reports a larger `n` as OutOfRange).
             let r = check(|e| unsafe {
                 sys::auxstore_restore_layers_done(
                     self.as_raw(),

@@ -41,7 +41,9 @@ impl std::fmt::Debug for State<'_> {
 /// QSA pooled blocks in `pooled` (0 for the others).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Counters {
+    /// QSA: tokens ingested; DSA: rows held (`len`); opaque: bytes held.
     pub count: u64,
+    /// QSA: pooled blocks; 0 for DSA and opaque states.
     pub pooled: u64,
 }
 
@@ -57,18 +59,24 @@ impl<'a> State<'a> {
         self.raw.as_ptr()
     }
 
+    /// The state's kind: QSA, DSA or opaque.
     pub fn kind(&self) -> Kind {
+        // SAFETY: a live handle (self).
         let k = unsafe { sys::auxstore_state_kind(self.as_raw()) };
         Kind::from_c(k as i64).unwrap_or(Kind::Opaque)
     }
 
     /// Whether the engine owns the buffers (a borrowed state).
     pub fn is_borrowed(&self) -> bool {
+        // SAFETY: a live handle (self).
         unsafe { sys::auxstore_state_is_borrowed(self.as_raw()) == 1 }
     }
 
+    /// The state's counters (see [`Counters`]); they move only when a
+    /// restore or [`State::load`] commits, or with [`State::set_counters`].
     pub fn counters(&self) -> Result<Counters> {
         let mut c = Counters::default();
+        // SAFETY: a live handle and valid out pointers.
         check(|e| unsafe { sys::auxstore_state_counters(self.as_raw(), &mut c.count, &mut c.pooled, e) })?;
         Ok(c)
     }
@@ -76,7 +84,12 @@ impl<'a> State<'a> {
     /// Reports what the engine's own kernels wrote: QSA `ingested` / `pooled`,
     /// DSA `len`, opaque size (`pooled` 0 for those), checked as a restored
     /// header is.
+    ///
+    /// # Errors
+    /// `OutOfRange` for counters beyond the state's geometry or capacity
+    /// (nothing changes).
     pub fn set_counters(&mut self, count: u64, pooled: u64) -> Result<()> {
+        // SAFETY: a live handle, borrowed mutably (one user).
         check(|e| unsafe { sys::auxstore_state_set_counters(self.as_raw(), count, pooled, e) })
     }
 
@@ -85,21 +98,32 @@ impl<'a> State<'a> {
     pub fn buffers(&self) -> Result<Vec<u64>> {
         let mut p = [0u64; 3];
         let mut n = 0usize;
+        // SAFETY: a live handle; `p` has room for the 3 addresses auxstore
+        // writes at most (`n` is clamped below all the same).
         check(|e| unsafe { sys::auxstore_state_buffers(self.as_raw(), p.as_mut_ptr(), &mut n, e) })?;
         Ok(p[..n.min(3)].to_vec())
     }
 
     /// Fills a fresh state from a blob of its kind (what the engine's own
     /// ingest would leave), synchronously; checked as a restore is.
+    ///
+    /// # Errors
+    /// `InvalidArgument` or `Corruption` for a blob of another kind, size or
+    /// geometry; `OutOfRange` for one larger than the state holds; nothing
+    /// changes on error.
     pub fn load(&mut self, blob: &[u8]) -> Result<()> {
+        // SAFETY: a live handle borrowed mutably; `blob` is a valid slice,
+        // only read during the call.
         check(|e| unsafe { sys::auxstore_state_load(self.as_raw(), blob.as_ptr() as *const c_void, blob.len(), e) })
     }
 
-    /// The state's current blob (the bytes a snapshot of it holds).
+    /// The state's current blob (the bytes a snapshot of it holds), copied
+    /// to host memory the returned [`Bytes`] owns.
     pub fn read(&self) -> Result<Bytes> {
         let (mut d, mut n) = (ptr::null_mut(), 0usize);
+        // SAFETY: a live handle and valid out pointers.
         check(|e| unsafe { sys::auxstore_state_read(self.as_raw(), &mut d, &mut n, e) })?;
-        // SAFETY: malloc'd by auxstore, never NULL on success.
+        // SAFETY: on OK, `n` bytes auxstore malloc'd at `d`, now ours.
         Ok(unsafe { Bytes::from_raw(d, n) })
     }
 
@@ -107,6 +131,7 @@ impl<'a> State<'a> {
     /// restore recomputes on the device.
     pub fn qsa_block_keys(&self) -> Result<Bytes> {
         let (mut d, mut n) = (ptr::null_mut(), 0usize);
+        // SAFETY: a live handle and valid out pointers.
         check(|e| unsafe { sys::auxstore_qsa_state_read_block_keys(self.as_raw(), &mut d, &mut n, e) })?;
         // SAFETY: as read().
         Ok(unsafe { Bytes::from_raw(d, n) })

@@ -9,7 +9,7 @@ use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 // ---- the log hook ----------------------------------------------------------------
@@ -74,6 +74,10 @@ impl Default for Options {
 }
 
 impl Options {
+    /// The defaults (see [`Options`]).
+    ///
+    /// # Panics
+    /// When auxstore cannot allocate the options (out of memory).
     pub fn new() -> Options {
         // SAFETY: returns NULL only when out of memory.
         let raw = unsafe { sys::auxstore_options_create() };
@@ -82,27 +86,33 @@ impl Options {
 
     /// Byte budget of the store (0: unlimited); LRU eviction past it.
     pub fn capacity_bytes(&mut self, bytes: u64) -> Result<&mut Self> {
+        // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe { sys::auxstore_options_set_capacity_bytes(self.raw.as_ptr(), bytes, e) })?;
         Ok(self)
     }
 
     /// Snapshots older than this expire (0: never).
     pub fn ttl_seconds(&mut self, seconds: u64) -> Result<&mut Self> {
+        // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe { sys::auxstore_options_set_ttl_seconds(self.raw.as_ptr(), seconds, e) })?;
         Ok(self)
     }
 
     /// Chunk size of stored layers (> 0).
     pub fn chunk_bytes(&mut self, bytes: u32) -> Result<&mut Self> {
+        // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe { sys::auxstore_options_set_chunk_bytes(self.raw.as_ptr(), bytes, e) })?;
         Ok(self)
     }
 
+    /// When puts are durable: [`Durability::Sync`] (the default) or
+    /// [`Durability::Async`].
     pub fn durability(&mut self, durability: Durability) -> Result<&mut Self> {
         let d = match durability {
             Durability::Sync => sys::AUXSTORE_SYNC,
             Durability::Async => sys::AUXSTORE_ASYNC,
         };
+        // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe { sys::auxstore_options_set_durability(self.raw.as_ptr(), d, e) })?;
         Ok(self)
     }
@@ -110,11 +120,15 @@ impl Options {
     /// Open read-only (writes are then `Unavailable`; several read-only
     /// handles and one writer may coexist).
     pub fn read_only(&mut self, read_only: bool) -> Result<&mut Self> {
+        // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe { sys::auxstore_options_set_read_only(self.raw.as_ptr(), read_only as c_int, e) })?;
         Ok(self)
     }
 
+    /// Whether opening a missing store creates it (the default); `false`:
+    /// opening a missing store is `NotFound`.
     pub fn create_if_missing(&mut self, create: bool) -> Result<&mut Self> {
+        // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe { sys::auxstore_options_set_create_if_missing(self.raw.as_ptr(), create as c_int, e) })?;
         Ok(self)
     }
@@ -132,6 +146,9 @@ impl Options {
     {
         let hook = Arc::new(LogHook { f: Box::new(f), panics: AtomicU64::new(0) });
         let arg = Arc::as_ptr(&hook) as *mut c_void;
+        // SAFETY: live options; `arg` is the LogHook that `self.log` and
+        // every store opened with these options keep alive (an Arc each), so
+        // it outlives every call of the trampoline.
         check(|e| unsafe {
             sys::auxstore_options_set_log_callback(self.raw.as_ptr(), Some(log_trampoline), arg, min_level.to_c(), e)
         })?;
@@ -142,6 +159,7 @@ impl Options {
 
     /// Back to warnings on stderr.
     pub fn clear_log_callback(&mut self) -> Result<&mut Self> {
+        // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe {
             sys::auxstore_options_set_log_callback(self.raw.as_ptr(), None, ptr::null_mut(), sys::AUXSTORE_LOG_WARN, e)
         })?;
@@ -165,6 +183,10 @@ impl Drop for Options {
 /// call, lease, pipeline or restore can still be using it.
 pub struct Store {
     raw: NonNull<sys::auxstore_t>,
+    // Pipelines made on it and not dropped (crate::Pipeline counts itself in
+    // and out). Non-zero at drop: one was leaked (mem::forget) and its
+    // threads may still write to the store, so the store is leaked too.
+    pub(crate) pipelines: AtomicUsize,
     // Dropped after auxstore_close (fields drop after Drop::drop).
     log: Option<Arc<LogHook>>,
 }
@@ -208,14 +230,18 @@ impl Store {
         let p = path_cstring(path)?;
         let mut raw = ptr::null_mut();
         let o = options.map_or(ptr::null(), |o| o.raw.as_ptr() as *const _);
+        // SAFETY: a NUL-terminated path, NULL or live options (only read),
+        // a valid out pointer.
         check(|e| unsafe { sys::auxstore_open(p.as_ptr(), o, &mut raw, e) })?;
         Ok(Store {
             raw: NonNull::new(raw).expect("auxstore_open returned OK and NULL"),
             log: options.and_then(|o| o.log.clone()),
+            pipelines: AtomicUsize::new(0),
         })
     }
 
-    /// Closes the store (the same as dropping it).
+    /// Closes the store (the same as dropping it): waits for its background
+    /// work, then frees the handle and, after that, the log hook.
     pub fn close(self) {}
 
     /// The raw handle, for calls into `auxstore_sys` (valid while `self` is).
@@ -228,18 +254,31 @@ impl Store {
         self.log.as_ref().map_or(0, |h| h.panics.load(Ordering::Relaxed))
     }
 
-    /// Registers (idempotently) a model id and geometry.
+    /// Registers (idempotently) a model id and geometry: an unsharded
+    /// identity with no revision (see [`Store::register_namespace_ex`]).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a NUL in `model_id` or a geometry auxstore
+    /// refuses; `Unavailable` on a read-only handle when the namespace is
+    /// not registered yet.
     pub fn register_namespace(&self, model_id: &str, geometry: &Geometry) -> Result<Namespace> {
         let m = cstring("auxstore::Store::register_namespace: model_id", model_id)?;
         let g = geometry.to_c();
         let mut ns = 0u64;
+        // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe { sys::auxstore_register_namespace(self.as_raw(), m.as_ptr(), &g, &mut ns, e) })?;
         Ok(Namespace(ns))
     }
 
     /// Registers (idempotently) a namespace with its whole identity: model
     /// id, weight revision, TP rank / world size, geometry, declared opaque
-    /// layers, page size.
+    /// layers, page size. The same spec gives the same [`Namespace`] in
+    /// every process.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a NUL in a string, an opaque layer with no or
+    /// more than 8 dimensions, layers not ascending, a bad geometry or
+    /// `tp_rank >= tp_world_size`.
     pub fn register_namespace_ex(&self, spec: &NamespaceSpec) -> Result<Namespace> {
         let model = cstring("auxstore::Store::register_namespace_ex: model_id", &spec.model_id)?;
         let revision = match &spec.weight_revision {
@@ -276,6 +315,7 @@ impl Store {
             page_tokens: spec.page_tokens,
         };
         let mut ns = 0u64;
+        // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe { sys::auxstore_register_namespace_ex(self.as_raw(), &c, &mut ns, e) })?;
         Ok(Namespace(ns))
     }
@@ -297,6 +337,7 @@ impl Store {
     /// already stored: Ok, nothing written.
     pub fn put_snapshot(&self, ns: Namespace, prefix: &Prefix, token_count: u64, layers: &[Layer<'_>]) -> Result<()> {
         let c = Store::c_layers(layers);
+        // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe {
             sys::auxstore_put_snapshot(self.as_raw(), ns.0, prefix.0.as_ptr(), token_count, c.len(), c.as_ptr(), e)
         })
@@ -313,6 +354,7 @@ impl Store {
         layers: &[Layer<'_>],
     ) -> Result<()> {
         let c = Store::c_layers(layers);
+        // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe {
             sys::auxstore_put_snapshot_with_digest(
                 self.as_raw(),
@@ -350,6 +392,7 @@ impl Store {
             n_blocks: options.block_chain.len(),
             block_size: options.block_size,
         };
+        // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe {
             sys::auxstore_put_snapshot_ex(
                 self.as_raw(),
@@ -364,6 +407,9 @@ impl Store {
         })
     }
 
+    /// The C view of a prefix slice: NULL when empty, else its elements
+    /// (Prefix is `repr(transparent)` over `[u8; 16]`), valid while the
+    /// slice is borrowed.
     fn candidates(prefixes: &[Prefix]) -> *const [u8; 16] {
         if prefixes.is_empty() {
             ptr::null()
@@ -377,6 +423,7 @@ impl Store {
     /// index, or None when none is stored.
     pub fn longest_prefix(&self, ns: Namespace, candidates: &[Prefix]) -> Result<Option<usize>> {
         let mut found = 0usize;
+        // SAFETY: a live handle (self) and pointers to values that outlive the call.
         not_found_is_none(check(|e| unsafe {
             sys::auxstore_longest_prefix(
                 self.as_raw(),
@@ -398,6 +445,7 @@ impl Store {
         lease_ms: u64,
     ) -> Result<Option<(usize, Lease<'_>)>> {
         let (mut found, mut lease) = (0usize, 0u64);
+        // SAFETY: a live handle (self) and pointers to values that outlive the call.
         let r = not_found_is_none(check(|e| unsafe {
             sys::auxstore_longest_prefix_leased(
                 self.as_raw(),
@@ -424,6 +472,7 @@ impl Store {
         salt: u64,
     ) -> Result<Option<PrefixMatch>> {
         let mut m = PrefixMatch { prefix: Prefix::default(), tokens: 0 };
+        // SAFETY: a live handle (self) and pointers to values that outlive the call.
         let r = not_found_is_none(check(|e| unsafe {
             sys::auxstore_longest_prefix_for_tokens(
                 self.as_raw(),
@@ -451,6 +500,7 @@ impl Store {
     ) -> Result<Option<(PrefixMatch, Lease<'_>)>> {
         let mut m = PrefixMatch { prefix: Prefix::default(), tokens: 0 };
         let mut lease = 0u64;
+        // SAFETY: a live handle (self) and pointers to values that outlive the call.
         let r = not_found_is_none(check(|e| unsafe {
             sys::auxstore_longest_prefix_for_tokens_leased(
                 self.as_raw(),
@@ -476,6 +526,8 @@ impl Store {
         loop {
             layers.resize(capacity, sys::auxstore_layer_info_t::default());
             let (mut tokens, mut n) = (0u64, 0usize);
+            // SAFETY: a live handle; `layers` has room for `capacity`
+            // entries (auxstore reports more as OutOfRange, writing none).
             let r = check(|e| unsafe {
                 sys::auxstore_get_manifest(
                     self.as_raw(),
@@ -514,6 +566,8 @@ impl Store {
     pub fn get_manifests(&self, ns: Namespace, prefixes: &[Prefix]) -> Result<Vec<Option<u64>>> {
         let mut found = vec![0u8; prefixes.len()];
         let mut counts = vec![0u64; prefixes.len()];
+        // SAFETY: a live handle; `found` and `counts` have one entry per
+        // prefix, as auxstore writes.
         check(|e| unsafe {
             sys::auxstore_get_manifests(
                 self.as_raw(),
@@ -532,10 +586,11 @@ impl Store {
     /// verified (a mismatch: `Corruption`, and the snapshot is quarantined).
     pub fn get_layer(&self, ns: Namespace, prefix: &Prefix, layer: u32) -> Result<Bytes> {
         let (mut data, mut size) = (ptr::null_mut(), 0usize);
+        // SAFETY: a live handle and valid out pointers.
         check(|e| unsafe {
             sys::auxstore_get_layer(self.as_raw(), ns.0, prefix.0.as_ptr(), layer, &mut data, &mut size, e)
         })?;
-        // SAFETY: malloc'd by auxstore, never NULL on success.
+        // SAFETY: on OK, `size` bytes auxstore malloc'd at `data`, now ours.
         Ok(unsafe { Bytes::from_raw(data, size) })
     }
 
@@ -552,6 +607,9 @@ impl Store {
                 size: 0,
             })
             .collect();
+        // SAFETY: a live handle; each dest points into a slice borrowed
+        // mutably for the call, with its length as capacity (auxstore checks
+        // every capacity before writing, and writes at most that).
         check(|e| unsafe {
             sys::auxstore_read_layers(self.as_raw(), ns.0, prefix.0.as_ptr(), c.as_mut_ptr(), c.len(), e)
         })?;
@@ -563,16 +621,21 @@ impl Store {
 
     /// Removes a snapshot (a synced commit); one not stored: Ok.
     pub fn erase(&self, ns: Namespace, prefix: &Prefix) -> Result<()> {
+        // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe { sys::auxstore_erase(self.as_raw(), ns.0, prefix.0.as_ptr(), e) })
     }
 
     /// Makes every snapshot accepted so far durable.
     pub fn flush(&self) -> Result<()> {
+        // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe { sys::auxstore_flush(self.as_raw(), e) })
     }
 
+    /// The store's counters and gauges (docs/metrics.md); the counters start
+    /// at 0 on every open, except `quarantines`.
     pub fn stats(&self) -> Result<Stats> {
         let mut s = sys::auxstore_stats_t::default();
+        // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe { sys::auxstore_stats(self.as_raw(), &mut s, e) })?;
         Ok(s.into())
     }
@@ -581,6 +644,7 @@ impl Store {
     /// and compaction until released, dropped, or given to a restore).
     pub fn lease(&self, ns: Namespace, prefix: &Prefix, lease_ms: u64) -> Result<Lease<'_>> {
         let mut id = 0u64;
+        // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe {
             sys::auxstore_lease_acquire(self.as_raw(), ns.0, prefix.0.as_ptr(), lease_ms, &mut id, e)
         })?;
@@ -589,6 +653,7 @@ impl Store {
 
     /// Releases a lease by id (`NotFound` when unknown, expired or released).
     pub fn release_lease(&self, id: u64) -> Result<()> {
+        // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe { sys::auxstore_lease_release(self.as_raw(), id, e) })
     }
 
@@ -601,8 +666,18 @@ impl Store {
 
 impl Drop for Store {
     fn drop(&mut self) {
+        if self.pipelines.load(Ordering::Acquire) != 0 {
+            // A pipeline on it was leaked (mem::forget, safe Rust): its
+            // threads may still write to the store, so the store stays open
+            // (leaked, with its log hook) rather than closed under them.
+            if let Some(hook) = self.log.take() {
+                std::mem::forget(hook);
+            }
+            return;
+        }
         // SAFETY: ours; nothing borrows `self` any more (pipelines, leases,
-        // restores all hold &Store). The log hook is freed after this.
+        // restores all hold &Store; a leaked lease is only an id, a leaked
+        // pipeline is handled above). The log hook is freed after this.
         unsafe { sys::auxstore_close(self.raw.as_ptr()) }
     }
 }
@@ -622,6 +697,8 @@ pub fn metrics_text(store: Option<&Store>, pipeline: Option<&Pipeline<'_>>, labe
         None => None,
     };
     let mut text: *mut c_char = ptr::null_mut();
+    // SAFETY: live handles or NULL, a NUL-terminated label string or NULL,
+    // a valid out pointer.
     check(|e| unsafe {
         sys::auxstore_metrics_text(
             store.map_or(ptr::null_mut(), |s| s.as_raw()),
@@ -631,7 +708,10 @@ pub fn metrics_text(store: Option<&Store>, pipeline: Option<&Pipeline<'_>>, labe
             e,
         )
     })?;
-    // SAFETY: a malloc'd NUL-terminated string.
+    if text.is_null() {
+        return Err(Error::Internal("auxstore_metrics_text returned OK and no text".into()));
+    }
+    // SAFETY: a NUL-terminated string auxstore malloc'd, ours; freed once.
     let s = unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned();
     unsafe { sys::auxstore_free(text as *mut c_void) };
     Ok(s)
@@ -655,9 +735,11 @@ impl std::fmt::Debug for Store {
 }
 
 impl<'s> Lease<'s> {
+    /// The lease id (as `auxstore_lease_release` takes it).
     pub fn id(&self) -> u64 {
         self.id
     }
+    /// The store that holds the lease.
     pub fn store(&self) -> &'s Store {
         self.store
     }

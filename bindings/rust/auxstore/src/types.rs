@@ -30,6 +30,7 @@ pub struct TokenDigest(pub [u8; 16]);
 pub struct Namespace(pub u64);
 
 impl Namespace {
+    /// The id as the C ABI takes it (`uint64_t ns`).
     pub fn id(self) -> u64 {
         self.0
     }
@@ -39,13 +40,24 @@ impl Namespace {
 /// `qsa_*` fields are 0 too); `dsa_index_head_dim == 0`: no DSA layers.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Geometry {
+    /// QSA head dimension: bf16 values per raw key row (0: no QSA layers).
     pub qsa_hd: u32,
+    /// QSA rows a sequence can hold (the raw keys buffer's rows).
     pub qsa_max_tokens: u32,
+    /// Tokens pooled into one QSA block key.
     pub qsa_ratio: u32,
+    /// Leading dimensions of a block key that get the rotary embedding (even,
+    /// at most `qsa_hd`).
     pub qsa_rot: u32,
+    /// The rotary embedding's base (finite and > 0 when `qsa_rot` > 0).
     pub qsa_theta: f32,
+    /// The block-key normalisation's epsilon (finite, >= 0).
     pub qsa_eps: f32,
+    /// DSA index head dimension: bf16 values per k_normed and gate row (0: no
+    /// DSA layers).
     pub dsa_index_head_dim: u32,
+    /// DSA rows a fresh auxstore-allocated state holds (not part of the
+    /// namespace id).
     pub dsa_capacity: u32,
 }
 
@@ -97,15 +109,20 @@ impl Kind {
 /// (`Store::flush` makes everything so far durable).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Durability {
+    /// Every put is a synced commit: durable when it returns.
     Sync,
+    /// Puts are not synced; [`crate::Store::flush`] makes them durable.
     Async,
 }
 
 /// Which backend: `Auto` (CUDA when built and a device answers, else host).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackendKind {
+    /// CUDA when this build has it and a device answers, else host.
     Auto,
+    /// Host memory standing in for device memory, streams as executors.
     Host,
+    /// A CUDA device (`Unavailable` without one).
     Cuda,
 }
 
@@ -122,9 +139,13 @@ impl BackendKind {
 /// A log record's level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LogLevel {
+    /// Detail for debugging (RocksDB's debug records).
     Debug,
+    /// Informational records (RocksDB's info log, its option dumps).
     Info,
+    /// Something went wrong and was handled (auxstore's warnings).
     Warn,
+    /// An operation failed.
     Error,
 }
 
@@ -150,13 +171,21 @@ impl LogLevel {
 /// Element type of a declared opaque layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DType {
+    /// Unsigned 8-bit integer (1 byte).
     U8,
+    /// Signed 8-bit integer (1 byte).
     I8,
+    /// bfloat16 (2 bytes).
     Bf16,
+    /// IEEE half precision (2 bytes).
     F16,
+    /// IEEE single precision (4 bytes).
     F32,
+    /// Signed 32-bit integer (4 bytes).
     I32,
+    /// IEEE double precision (8 bytes).
     F64,
+    /// Signed 64-bit integer (8 bytes).
     I64,
 }
 
@@ -179,7 +208,9 @@ impl DType {
 /// `prod(shape) * size_of(dtype)` bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpaqueLayer {
+    /// The layer index the declaration is for.
     pub layer: u32,
+    /// The element type.
     pub dtype: DType,
     /// 1 to 8 dimensions.
     pub shape: Vec<u64>,
@@ -190,13 +221,18 @@ pub struct OpaqueLayer {
 /// of another weight revision or shard is never returned.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NamespaceSpec {
+    /// The model's name (no NUL bytes).
     pub model_id: String,
+    /// The weights' revision, when the model has several (no NUL bytes).
     pub weight_revision: Option<String>,
+    /// This process's tensor-parallel rank (< `tp_world_size`).
     pub tp_rank: u32,
-    /// 0 is taken as 1 (unsharded).
+    /// Tensor-parallel world size; 0 is taken as 1 (unsharded).
     pub tp_world_size: u32,
+    /// The layers' geometry.
     pub geometry: Geometry,
-    /// Ascending, unique layers.
+    /// Declared opaque layers, whose blobs must have exactly the declared
+    /// size; ascending, unique layers.
     pub opaque_layers: Vec<OpaqueLayer>,
     /// Rows per stored page of QSA/DSA layers (part of the id): a multiple
     /// of the block size of the chained puts ([`PutOptions::block_chain`]);
@@ -222,12 +258,17 @@ impl NamespaceSpec {
 /// One layer of a snapshot to write.
 #[derive(Debug, Clone, Copy)]
 pub struct Layer<'a> {
+    /// The layer index (unique within a snapshot).
     pub layer: u32,
+    /// The blob's kind; QSA and DSA blobs are checked against the
+    /// namespace's geometry.
     pub kind: Kind,
+    /// The blob, borrowed for the call only.
     pub data: &'a [u8],
 }
 
 impl<'a> Layer<'a> {
+    /// Layer `layer` of kind `kind` holding `data`.
     pub fn new(layer: u32, kind: Kind, data: &'a [u8]) -> Layer<'a> {
         Layer { layer, kind, data }
     }
@@ -253,6 +294,8 @@ pub struct PutOptions<'a> {
 }
 
 impl<'a> PutOptions<'a> {
+    /// No digest, no chain: each layer stored whole (the same as
+    /// [`Default`]).
     pub fn new() -> PutOptions<'a> {
         PutOptions::default()
     }
@@ -272,8 +315,11 @@ impl<'a> PutOptions<'a> {
 /// One layer of a stored snapshot, as its manifest describes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LayerInfo {
+    /// The layer index.
     pub layer: u32,
+    /// The blob's kind.
     pub kind: Kind,
+    /// The blob's size in bytes.
     pub bytes: u64,
     /// The layer digest: XXH3-64 over the blob's header and each page's and
     /// tail's XXH3-64 (not a plain XXH3 of the blob).
@@ -283,20 +329,25 @@ pub struct LayerInfo {
 /// A stored snapshot's manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Manifest {
+    /// The tokens the snapshot covers (as put).
     pub token_count: u64,
+    /// Its layers, ascending.
     pub layers: Vec<LayerInfo>,
 }
 
 /// One layer read into memory the caller provides ([`crate::Store::read_layers`]).
 #[derive(Debug)]
 pub struct LayerDest<'a> {
+    /// The layer to read.
     pub layer: u32,
+    /// Where to put it (its capacity is the slice's length).
     pub buf: &'a mut [u8],
     /// Out: the layer's size (the first `size` bytes of `buf` hold it).
     pub size: usize,
 }
 
 impl<'a> LayerDest<'a> {
+    /// Layer `layer` into `buf` (`size` 0 until read).
     pub fn new(layer: u32, buf: &'a mut [u8]) -> LayerDest<'a> {
         LayerDest { layer, buf, size: 0 }
     }
@@ -309,6 +360,7 @@ impl<'a> LayerDest<'a> {
 /// The longest stored prefix of a token sequence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PrefixMatch {
+    /// The stored prefix key (the chained hash of the covered blocks).
     pub prefix: Prefix,
     /// The tokens the prefix covers.
     pub tokens: u64,
@@ -317,25 +369,44 @@ pub struct PrefixMatch {
 /// The store's counters and gauges (`auxstore_stats_t`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Stats {
+    /// Visible snapshots (gauge).
     pub snapshots: u64,
     /// Every snapshot's layers in full (a page shared by n snapshots counts n
     /// times).
     pub payload_bytes: u64,
+    /// Lookups that found a snapshot (docs/metrics.md says which calls
+    /// count), since this handle opened.
     pub hits: u64,
+    /// Lookups that found none.
     pub misses: u64,
+    /// Snapshots this handle wrote (write-behind ones once written).
     pub puts: u64,
+    /// Puts of a prefix already stored (no-ops).
     pub duplicate_puts: u64,
+    /// Snapshots evicted for the byte budget (LRU; leased ones skipped).
     pub evictions: u64,
+    /// Snapshots expired by their TTL.
     pub expirations: u64,
+    /// Snapshots quarantined for corruption (persisted: counts across
+    /// opens).
     pub quarantines: u64,
+    /// Record groups without a manifest (a torn write's leftovers) seen.
     pub orphans_seen: u64,
+    /// ... and removed.
     pub orphans_removed: u64,
+    /// Commits recovered and made since the store was created.
     pub commit_seq: u64,
+    /// The last commit known durable (docs/durability.md).
     pub durable_watermark: u64,
+    /// Commits the open found lost and accepted.
     pub lost_commits_at_open: u64,
+    /// Layer bytes this handle wrote.
     pub bytes_written: u64,
+    /// Layer bytes this handle read and verified (reads and restores).
     pub bytes_read: u64,
+    /// The byte budget the store was opened with (0: unlimited).
     pub capacity_bytes: u64,
+    /// Live leases of this handle (gauge).
     pub leases: u64,
     /// The background LRU index has loaded.
     pub index_ready: bool,
@@ -379,10 +450,13 @@ impl From<sys::auxstore_stats_t> for Stats {
 /// 64 MiB queued).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PipelineOptions {
+    /// Pinned staging buffers restores read chunks into.
     pub staging_buffers: usize,
-    /// At least the store's chunk size.
+    /// Bytes of each staging buffer: at least the store's chunk size.
     pub staging_bytes: usize,
+    /// Threads reading and writing the store.
     pub io_threads: usize,
+    /// Layers a restore reads ahead of the one being copied to the device.
     pub restore_read_ahead: usize,
     /// Snapshots accepted but not yet written...
     pub snapshot_queue: usize,
@@ -424,23 +498,35 @@ impl PipelineOptions {
 /// A pipeline's counters and restore histograms (`auxstore_pipeline_stats_t`).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct PipelineStats {
+    /// Restores that completed successfully.
     pub restores_ok: u64,
-    /// Cancelled ones included.
+    /// Restores that failed, the cancelled ones included.
     pub restores_failed: u64,
+    /// Restores that ended cancelled.
     pub restores_cancelled: u64,
+    /// Restores in flight (gauge).
     pub restores_running: u64,
+    /// Layer bytes of the restores that succeeded.
     pub bytes_restored: u64,
+    /// Write-behind snapshots accepted into the queue.
     pub snapshots_accepted: u64,
+    /// Write-behind snapshots shed (queue or pinned memory full).
     pub snapshots_shed: u64,
+    /// Write-behind snapshots written to the store.
     pub snapshots_written: u64,
+    /// Write-behind snapshots whose store write failed.
     pub snapshots_failed: u64,
+    /// Layer bytes of the write-behind snapshots written.
     pub bytes_snapshotted: u64,
+    /// Chunk reads that waited for a free staging buffer.
     pub staging_waits: u64,
     /// Restores that succeeded, by latency: bucket i counts [2^i, 2^(i+1)) us.
     pub restore_latency_us: [u64; sys::AUXSTORE_LATENCY_BUCKETS],
+    /// The sum of those latencies, in microseconds.
     pub restore_latency_us_sum: u64,
     /// Their throughput: bucket i counts [2^i, 2^(i+1)) MiB/s.
     pub restore_throughput_mibps: [u64; sys::AUXSTORE_THROUGHPUT_BUCKETS],
+    /// The sum of those throughputs, in MiB/s.
     pub restore_throughput_mibps_sum: f64,
 }
 
@@ -473,14 +559,20 @@ pub struct Bytes {
     len: usize,
 }
 
-// SAFETY: plain malloc'd memory owned by this value alone.
+// SAFETY: plain malloc'd memory owned by this value alone; shared access is
+// read-only.
 unsafe impl Send for Bytes {}
 unsafe impl Sync for Bytes {}
 
 impl Bytes {
-    /// Takes ownership of `len` bytes auxstore malloc'd at `ptr` (not NULL).
+    /// Takes ownership of `len` bytes auxstore malloc'd at `ptr`.
+    ///
+    /// # Safety
+    /// `ptr` is NULL (then the value is empty, whatever `len` says) or
+    /// `len` initialised bytes from auxstore's allocator, owned by no one
+    /// else.
     pub(crate) unsafe fn from_raw(ptr: *mut c_void, len: usize) -> Bytes {
-        Bytes { ptr: ptr as *mut u8, len }
+        Bytes { ptr: ptr as *mut u8, len: if ptr.is_null() { 0 } else { len } }
     }
 }
 
@@ -509,7 +601,7 @@ impl fmt::Debug for Bytes {
 
 impl Drop for Bytes {
     fn drop(&mut self) {
-        // SAFETY: malloc'd by auxstore (never NULL on success).
+        // SAFETY: NULL or auxstore's allocation, owned by this value alone.
         unsafe { sys::auxstore_free(self.ptr as *mut c_void) }
     }
 }

@@ -30,11 +30,24 @@ fn every_code_maps_to_its_variant_and_back() {
     assert!(matches!(Error::from_code(3, ""), Error::InvalidArgument(_)));
     assert!(matches!(Error::from_code(4, ""), Error::OutOfRange(_)));
     assert!(matches!(Error::from_code(5, ""), Error::Capacity(_)));
-    assert!(matches!(Error::from_code(6, ""), Error::IoError(_)));
+    assert!(matches!(Error::from_code(6, ""), Error::IOError(_)));
     assert!(matches!(Error::from_code(7, ""), Error::Busy(_)));
     assert!(matches!(Error::from_code(8, ""), Error::Unavailable(_)));
     assert!(matches!(Error::from_code(9, ""), Error::NotSupported(_)));
     assert!(matches!(Error::from_code(10, ""), Error::Internal(_)));
+    // Each variant is named as its code: `{:?}` starts with the code name
+    // (so Error::IOError, whose code_name() is "IOError").
+    for (code, name) in names {
+        let e = Error::from_code(code, "m");
+        assert_eq!(format!("{e:?}"), format!("{name}(\"m\")"));
+        assert_eq!(e.code_name(), name);
+    }
+    let io = Error::IOError("disk".into());
+    assert_eq!((io.code(), io.code_name()), (sys::AUXSTORE_IO_ERROR, "IOError"));
+    assert_eq!(io.to_string(), "IOError: disk");
+    // OK is not an error: Internal, saying so.
+    let ok = Error::from_code(0, "x");
+    assert!(matches!(ok, Error::Internal(_)) && ok.message().contains("OK"), "{ok:?}");
     // A code this crate does not know is Internal, naming it.
     let e = Error::from_code(42, "x");
     assert_eq!(e.code(), 10);
