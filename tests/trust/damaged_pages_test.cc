@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "auxstore/store.h"
+#include "tests/support/damage_outcome.h"
 #include "tests/trust/trust_spec.h"
 #include "tests/trust/trust_util.h"
 
@@ -53,7 +54,7 @@ void Put(Store& s, uint64_t from, uint64_t to) {
 }
 
 struct Row {
-  int tried = 0, refused = 0, detected = 0, intact = 0, crashed = 0, wrong = 0;
+  int tried = 0, refused = 0, detected = 0, intact = 0, crashed = 0, wrong = 0, lost = 0;
 };
 
 // Classifies one child run; *detail gets what to print for a failure.
@@ -70,34 +71,34 @@ std::string Classify(const ProcResult& r, std::string* detail) {
     return "crashed";
   }
   const ReadReport rep = ParseRead(r);
+  testing::DamageReads reads;
+  reads.opened = rep.opened;
+  reads.refusal_has_message = !rep.open_message.empty();
   if (!rep.opened) {
-    *detail = rep.open_message;
-    if (rep.open_message.empty()) {
-      *detail = "refused without a message";
-      return "wrong";
-    }
-    return "refused";
+    *detail = reads.refusal_has_message ? rep.open_message : "refused without a message";
+    return testing::DamageOutcomeName(testing::ClassifyDamage(reads));
   }
-  bool any_error = false;
-  for (const auto& [seed, v] : rep.seeds) {
-    if (v.verdict == "WRONG") {
-      *detail = "seed " + std::to_string(seed) + ": " + v.detail;
-      return "wrong";
-    }
-    if (v.verdict != "exact") any_error = true;
-  }
-  if (rep.restore) {
-    if (rep.restore->verdict == "WRONG") {
-      *detail = "restore of seed 1: " + rep.restore->detail;
-      return "wrong";
-    }
-    if (rep.restore->verdict != "exact") any_error = true;
-  }
-  if (rep.seeds.size() != kSeeds || !rep.closed) {
+  if (rep.seeds.size() != kSeeds || !rep.closed || !rep.quarantines_first) {
     *detail = "the child did not finish its reads";
     return "crashed";
   }
-  return any_error ? "detected" : "intact";
+  auto count = [&](const ReadVerdict& v, const std::string& what) {
+    if (v.verdict == "exact") {
+      ++reads.exact;
+    } else if (v.verdict == "absent") {
+      ++reads.absent;
+      detail->append(what + " absent: " + v.detail + "; ");
+    } else if (v.verdict == "WRONG") {
+      ++reads.wrong;
+      detail->append(what + ": " + v.detail + "; ");
+    } else {
+      ++reads.reported;
+    }
+  };
+  for (const auto& [seed, v] : rep.seeds) count(v, "seed " + std::to_string(seed));
+  if (rep.restore) count(*rep.restore, "restore of seed 1");
+  reads.quarantined = *rep.quarantines_last - *rep.quarantines_first;
+  return testing::DamageOutcomeName(testing::ClassifyDamage(reads));
 }
 
 TEST(TrustDamagedPages, EveryZeroedPageIsRefusedDetectedOrIntactNeverACrash) {
@@ -198,13 +199,13 @@ TEST(TrustDamagedPages, EveryZeroedPageIsRefusedDetectedOrIntactNeverACrash) {
           if (o == "detected") ++row->detected;
           if (o == "intact") ++row->intact;
           if (o == "crashed") ++row->crashed;
-          if (o == "wrong") ++row->wrong;
+          if (o == "WRONG-BYTES") ++row->wrong;
+          if (o == "SILENT-LOSS") ++row->lost;
         }
-        if (o == "crashed" || o == "wrong") {
+        if (o == "crashed" || o == "WRONG-BYTES" || o == "SILENT-LOSS") {
           failures.push_back(j.file + " (" + j.type + ") page " + std::to_string(j.page) + " of " +
                              std::to_string(j.pages) + " zeroed, " +
-                             (ro ? "read-only" : "read-write") +
-                             " open: " + (o == "crashed" ? "CRASHED: " : "WRONG BYTES: ") + detail);
+                             (ro ? "read-only" : "read-write") + " open: " + o + ": " + detail);
         }
       }
     }
@@ -214,26 +215,28 @@ TEST(TrustDamagedPages, EveryZeroedPageIsRefusedDetectedOrIntactNeverACrash) {
   for (auto& t : workers) t.join();
   std::sort(failures.begin(), failures.end());
   std::printf("TRUST damaged-pages: every 4 KiB page zeroed, one child per page and mode\n");
-  std::printf("%-14s %7s %8s %9s %7s %8s %6s\n", "file", "tried", "refused", "detected", "intact",
-              "CRASHED", "WRONG");
+  std::printf("%-14s %7s %8s %9s %7s %8s %6s %6s\n", "file", "tried", "refused", "detected",
+              "intact", "CRASHED", "WRONG", "LOST");
   Row total;
   for (const auto& [k, r] : table) {
-    std::printf("%-14s %7d %8d %9d %7d %8d %6d\n", k.c_str(), r.tried, r.refused, r.detected,
-                r.intact, r.crashed, r.wrong);
+    std::printf("%-14s %7d %8d %9d %7d %8d %6d %6d\n", k.c_str(), r.tried, r.refused, r.detected,
+                r.intact, r.crashed, r.wrong, r.lost);
     total.crashed += r.crashed;
     total.wrong += r.wrong;
+    total.lost += r.lost;
     total.tried += r.tried;
   }
-  std::printf("%-22s %7s %8s %9s %7s %8s %6s\n", "per file", "tried", "refused", "detected",
-              "intact", "CRASHED", "WRONG");
+  std::printf("%-22s %7s %8s %9s %7s %8s %6s %6s\n", "per file", "tried", "refused", "detected",
+              "intact", "CRASHED", "WRONG", "LOST");
   for (const auto& [k, r] : by_file) {
-    std::printf("%-22s %7d %8d %9d %7d %8d %6d\n", k.c_str(), r.tried, r.refused, r.detected,
-                r.intact, r.crashed, r.wrong);
+    std::printf("%-22s %7d %8d %9d %7d %8d %6d %6d\n", k.c_str(), r.tried, r.refused, r.detected,
+                r.intact, r.crashed, r.wrong, r.lost);
   }
   for (const auto& f : failures) ADD_FAILURE() << f;
   EXPECT_EQ(total.crashed, 0) << total.crashed << " of " << total.tried
                               << " child runs died (see above)";
   EXPECT_EQ(total.wrong, 0);
+  EXPECT_EQ(total.lost, 0) << "snapshots gone that the store neither reported nor quarantined";
 }
 
 }  // namespace

@@ -297,6 +297,7 @@ int main(int argc, char** argv) {
       for (;;) ::pause();
     }
   } else if (a.cmd == "read") {
+    Say("STATS " + StatsLine(db));  // before and after: what the reads quarantined
     for (uint64_t seed : a.seeds) {
       Say("R " + std::to_string(seed) + " " + ReadSeed(db, ns, *MakeProfile(a.profile, seed)));
     }
@@ -304,6 +305,7 @@ int main(int argc, char** argv) {
       Say("RESTORE " + std::to_string(a.restore) + " " +
           Restore(db, ns, *MakeProfile(a.profile, static_cast<uint64_t>(a.restore))));
     }
+    Say("STATS " + StatsLine(db));
   } else if (a.cmd == "erase-unknown") {
     Say("STATS " + StatsLine(db));
     uint8_t prefix[16];

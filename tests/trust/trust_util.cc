@@ -506,6 +506,14 @@ ReadReport ParseRead(const ProcResult& r) {
       }
     } else if (tag == "CLOSED") {
       rep.closed = true;
+    } else if (tag == "STATS") {
+      std::string field;
+      while (in >> field) {
+        if (field.rfind("quarantines=", 0) != 0) continue;
+        const uint64_t n = std::strtoull(field.c_str() + 12, nullptr, 10);
+        if (!rep.quarantines_first) rep.quarantines_first = n;
+        rep.quarantines_last = n;
+      }
     }
   }
   return rep;

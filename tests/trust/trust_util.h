@@ -177,6 +177,9 @@ struct ReadReport {
   std::map<uint64_t, ReadVerdict> seeds;
   std::optional<ReadVerdict> restore;  // "RESTORE <seed> ..." line
   bool closed = false;                 // the child reached "CLOSED"
+  // Stats::quarantines on the first and the last STATS line ("read" prints
+  // one before and one after its reads).
+  std::optional<uint64_t> quarantines_first, quarantines_last;
 };
 ReadReport ParseRead(const ProcResult& r);
 
