@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # CI checks beyond the README's test command (which already ran every test,
 # the reliability battery's bounded defaults included): formatting, the
-# concurrency tests under TSan, the unit tests under ASan+UBSan, and each
-# libFuzzer target for a bounded time.
+# concurrency tests under TSan, the unit, trust and reliability tests under
+# ASan+UBSan, and each libFuzzer target for a bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +23,12 @@ echo "== ASan+UBSan: unit tests"
 scripts/build.sh build-asan -DAUXSTORE_SANITIZE=address,undefined -DAUXSTORE_CUDA=OFF
 (cd build-asan && ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1" \
    ctest --output-on-failure -j2 -L unit --timeout 900)
+
+echo "== ASan+UBSan: the trust and reliability tests (the attacks: damaged files, killed"
+echo "   writers, full disks), at a bounded cut of their defaults"
+(cd build-asan && AUXSTORE_RELIABILITY_CYCLES=${AUXSTORE_ASAN_CYCLES:-6} \
+   ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+   ctest --output-on-failure -j2 -L "trust|reliability" --timeout 900)
 
 echo "== fuzzers"
 scripts/ci-reliability.sh --fuzz-only
