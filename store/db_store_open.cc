@@ -59,6 +59,31 @@ std::shared_ptr<rocksdb::FileSystem> FileSystemFor(const Options& options,
   return NewHeldFilesFileSystem(fs ? std::move(fs) : rocksdb::FileSystem::Default());
 }
 
+// Whether RocksDB's read-write recovery of the store at `path` will write
+// its WALs out to SSTs. 7.8.3 keeps recovered WALs in memtables
+// (avoid_flush_during_recovery) only while each fits: once one is full
+// (MemTable::ShouldFlushNow, about 95% of write_buffer_size) it is flushed,
+// and then every memtable at the end. A read-only open replays the WALs
+// without ever flushing, so its memtable sizes say what the real one meets.
+// True (the safe answer) when the store cannot be read.
+bool RecoveryFlushes(const RocksSetup& setup, const std::string& path) {
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  if (!rocksdb::DB::OpenForReadOnly(setup.db, path, setup.cfs, &handles, &raw).ok()) return true;
+  bool flushes = false;
+  for (size_t i = 0; i < handles.size(); ++i) {
+    uint64_t used = 0;
+    const uint64_t full = setup.cfs[i].options.write_buffer_size / 10 * 9;
+    if (!raw->GetIntProperty(handles[i], "rocksdb.cur-size-active-mem-table", &used) ||
+        used >= full) {
+      flushes = true;
+    }
+  }
+  for (auto* h : handles) (void)raw->DestroyColumnFamilyHandle(h);
+  delete raw;
+  return flushes;
+}
+
 }  // namespace
 
 DbStore::DbStore(const Options& options, std::string path, std::shared_ptr<rocksdb::FileSystem> fs)
@@ -302,13 +327,17 @@ Status DbStore::OpenExistingDb(const DirCheck& dir) {
     }
   }
   AUXSTORE_RETURN_IF_ERROR(probe);
-  AUXSTORE_RETURN_IF_ERROR(CheckSpaceToOpen(path_, dir.manifest));
+  const auto recovery_flushes = [this] { return RecoveryFlushes(setup_, path_); };
+  AUXSTORE_RETURN_IF_ERROR(CheckSpaceToOpen(path_, dir.manifest, recovery_flushes));
   const DirListing before = ListDir(path_);
+  const TrashListing trash_before = ListTrash(path_);
   const std::string current = ReadCurrent(path_);
   Status s = OpenRocks(/*read_only=*/false, /*create=*/false);
   if (!s.ok()) {
+    // What RocksDB created and then dropped into the trash goes too.
+    UndoTrash(path_, trash_before, before);
     const bool undone = UndoFailedOpen(path_, before, current);
-    Status space = CheckSpaceToOpen(path_, dir.manifest);
+    Status space = CheckSpaceToOpen(path_, dir.manifest, recovery_flushes);
     if (!space.ok()) s = space.WithContext(s.message());
     return undone ? s.WithContext("nothing was changed") : s;
   }

@@ -1,5 +1,9 @@
 #include "store/deferred_delete_fs.h"
 
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <filesystem>
 
@@ -136,6 +140,38 @@ Result<int> RestoreTrash(const std::string& db_dir) {
 void PurgeTrash(const std::string& db_dir) {
   std::error_code ec;
   std::filesystem::remove_all(std::filesystem::path(db_dir) / kTrashDir, ec);
+}
+
+TrashListing ListTrash(const std::string& db_dir) {
+  TrashListing l;
+  const std::string trash = db_dir + "/" + kTrashDir;
+  DIR* d = ::opendir(trash.c_str());
+  if (d == nullptr) return l;
+  l.exists = true;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != "..") l.inodes[name] = e->d_ino;
+  }
+  ::closedir(d);
+  return l;
+}
+
+void UndoTrash(const std::string& db_dir, const TrashListing& before,
+               const std::map<std::string, uint64_t>& dir_before) {
+  const TrashListing after = ListTrash(db_dir);
+  const std::string trash = db_dir + "/" + kTrashDir;
+  for (const auto& [name, ino] : after.inodes) {
+    auto was = before.inodes.find(name);
+    if (was != before.inodes.end() && was->second == ino) continue;  // an earlier writer's
+    const std::string from = trash + "/" + name, back = db_dir + "/" + name;
+    struct stat st;
+    if (dir_before.count(name) && ::lstat(back.c_str(), &st) != 0) {
+      (void)::rename(from.c_str(), back.c_str());
+    } else {
+      (void)::unlink(from.c_str());
+    }
+  }
+  if (!before.exists) (void)::rmdir(trash.c_str());  // only when empty
 }
 
 }  // namespace auxstore::store_internal

@@ -12,6 +12,7 @@
 
 #include <rocksdb/file_system.h>
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -29,5 +30,22 @@ std::shared_ptr<rocksdb::FileSystem> NewDeferredDeleteFileSystem(
 Result<int> RestoreTrash(const std::string& db_dir);
 // Removes the trash folder (after an open succeeded).
 void PurgeTrash(const std::string& db_dir);
+
+// The trash folder before an open: whether it exists, and each entry's
+// inode (so an entry an open added or replaced is told apart).
+struct TrashListing {
+  bool exists = false;
+  std::map<std::string, uint64_t> inodes;
+};
+TrashListing ListTrash(const std::string& db_dir);
+
+// After a failed open: takes out of the trash what the attempt put there.
+// A file RocksDB created and dropped (a partial SST of a recovery flush
+// that hit a full disk) is removed; one that was in db_dir before the
+// attempt (`dir_before`: name -> size) is moved back. The folder itself is
+// removed when the attempt created it. What an earlier writer left in the
+// trash stays for RestoreTrash.
+void UndoTrash(const std::string& db_dir, const TrashListing& before,
+               const std::map<std::string, uint64_t>& dir_before);
 
 }  // namespace auxstore::store_internal

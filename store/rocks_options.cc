@@ -82,6 +82,10 @@ RocksSetup MakeRocksSetup(std::shared_ptr<rocksdb::FileSystem> base_fs, LogSink 
   // flushing them at open: an open after a crash then writes only a new
   // MANIFEST, OPTIONS and an empty WAL, so a store that filled its disk
   // opens again once about a MANIFEST's worth is free (CheckSpaceToOpen).
+  // Only while every memtable fits, though: 7.8.3 flushes one that fills
+  // during the replay, and then all of them at the end, so a WAL larger
+  // than a memtable needs about its size again in SSTs (issue 20 break 4;
+  // db_store_open.cc, RecoveryFlushes, tells which case an open is in).
   db.avoid_flush_during_recovery = true;
   // Obsolete WAL files are deleted right away: snapshot data is ingested,
   // the WAL only ever holds small snapshots and manifests.

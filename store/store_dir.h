@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -72,9 +73,14 @@ class WriterLock {
 
 // IOError naming how many bytes must be free when the file system holding
 // `dir` has less than an open of this store can write: a new MANIFEST (no
-// larger than `manifest`), an OPTIONS file, a new WAL and the watermark
-// (recovered WALs are kept, not flushed: rocks_options.cc).
-Status CheckSpaceToOpen(const std::string& dir, const std::string& manifest);
+// larger than `manifest`), an OPTIONS file, a new WAL and the watermark;
+// and, when `recovery_flushes()` says RocksDB's recovery will write the
+// recovered WALs out to SSTs (rocks_options.cc: it keeps them only while
+// every memtable fits), about the WALs' size again. `recovery_flushes` is
+// asked only when the answer matters (free space short of the larger
+// figure). Once the stated bytes are free the open needs no more.
+Status CheckSpaceToOpen(const std::string& dir, const std::string& manifest,
+                        const std::function<bool()>& recovery_flushes);
 
 // Names and sizes of the directory's entries (one level).
 using DirListing = std::map<std::string, uint64_t>;
