@@ -1,0 +1,130 @@
+// auxstore.Store's registration: the class, its construction and handle
+// calls, stats and leases; the other calls by topic (store_types.h).
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "common.h"
+#include "store_types.h"
+
+namespace auxpy {
+
+void RegisterStoreLeases(StoreClass& store) {
+  store.def(
+      "lease_acquire",
+      [](Store& s, uint64_t ns, py::handle prefix, uint64_t lease_ms) {
+        const Prefix p = ToPrefix(prefix);
+        uint64_t lease = 0;
+        py::gil_scoped_release release;
+        s.With([&](auxstore_t* db) {
+          Check([&](char** e) {
+            return auxstore_lease_acquire(db, ns, p.data(), lease_ms, &lease, e);
+          });
+        });
+        return lease;
+      },
+      py::arg("ns"), py::arg("prefix"), py::arg("lease_ms"),
+      "Pins a snapshot against eviction and expiry for up to lease_ms; returns the lease id.");
+
+  store.def(
+      "lease_release",
+      [](Store& s, uint64_t lease) {
+        py::gil_scoped_release release;
+        s.With([&](auxstore_t* db) {
+          Check([&](char** e) { return auxstore_lease_release(db, lease, e); });
+        });
+      },
+      py::arg("lease"), "Releases a lease (NotFoundError when unknown, expired or released).");
+
+  store.def(
+      "acquire_leases",
+      [](Store& s, uint64_t ns, py::handle prefixes, uint64_t lease_ms) {
+        const std::vector<Prefix> ps = ToPrefixes(prefixes);
+        std::vector<uint64_t> leases;
+        py::gil_scoped_release release;
+        s.With([&](auxstore_t* db) {
+          try {
+            for (const Prefix& p : ps) {
+              uint64_t l = 0;
+              Check([&](char** e) {
+                return auxstore_lease_acquire(db, ns, p.data(), lease_ms, &l, e);
+              });
+              leases.push_back(l);
+            }
+          } catch (...) {
+            for (uint64_t l : leases) (void)auxstore_lease_release(db, l, nullptr);
+            throw;
+          }
+        });
+        return leases;
+      },
+      py::arg("ns"), py::arg("prefixes"), py::arg("lease_ms"),
+      "Leases every prefix (vLLM's prepare_load): all or none (on an error the ones taken are "
+      "released and it raises).");
+
+  store.def(
+      "release_leases",
+      [](Store& s, const std::vector<uint64_t>& leases) {
+        size_t released = 0;
+        py::gil_scoped_release release;
+        s.With([&](auxstore_t* db) {
+          for (uint64_t l : leases) {
+            if (l == 0) continue;
+            released += CheckAllowing(AUXSTORE_NOT_FOUND, [&](char** e) {
+                          return auxstore_lease_release(db, l, e);
+                        }) == AUXSTORE_OK;
+          }
+        });
+        return released;
+      },
+      py::arg("leases"),
+      "Releases leases (vLLM's complete_load), ignoring ones already gone; returns how many "
+      "it released.");
+}
+
+void RegisterStore(py::module_& m) {
+  RegisterStoreTypes(m);
+  StoreClass store(
+      m, "Store",
+      "An open auxstore store (auxstore_open). A context manager: close() on exit. Every call "
+      "releases the GIL; any number of threads may use one Store at once.");
+  store
+      .def(py::init<py::object, uint64_t, uint64_t, py::object, py::object, bool, bool, py::object,
+                    int>(),
+           py::arg("path"), py::kw_only(), py::arg("capacity_bytes") = 0,
+           py::arg("ttl_seconds") = 0, py::arg("chunk_bytes") = py::none(),
+           py::arg("durability") = "sync", py::arg("read_only") = false,
+           py::arg("create_if_missing") = true, py::arg("log") = py::none(),
+           py::arg("log_level") = static_cast<int>(AUXSTORE_LOG_WARN),
+           "Opens (creating when allowed) the store at `path`. `log`: a callable "
+           "(level, source, message) or a logging.Logger receiving auxstore's and RocksDB's "
+           "log records at `log_level` and above, from any thread.")
+      .def("close", &Store::Close, "Closes the store (its pipelines first). Idempotent.")
+      .def_property_readonly("closed", &Store::closed)
+      .def_property_readonly("path", &Store::path)
+      .def_property_readonly("chunk_bytes", &Store::chunk_bytes)
+      .def_property_readonly("read_only", &Store::read_only)
+      .def("__enter__", [](std::shared_ptr<Store> s) { return s; })
+      .def("__exit__", [](Store& s, py::args) { s.Close(); })
+      .def("__repr__", [](Store& s) {
+        return "<auxstore.Store " + py::repr(py::str(s.path())).cast<std::string>() +
+               (s.closed() ? " closed>" : ">");
+      });
+
+  store.def("stats", [](Store& s) {
+    auxstore_stats_t st{};
+    py::gil_scoped_release release;
+    s.With([&](auxstore_t* db) { Check([&](char** e) { return auxstore_stats(db, &st, e); }); });
+    return st;
+  });
+
+  RegisterStoreWrites(store);
+  RegisterStoreLookups(store);
+  RegisterStoreReads(store);
+  RegisterStoreLeases(store);
+  RegisterFunctions(m);
+}
+
+}  // namespace auxpy
