@@ -34,8 +34,23 @@ HostBackend::~HostBackend() {
 
 // ---- memory ------------------------------------------------------------------
 
+namespace {
+
+// Sizes the heap can never hand out are refused before any rounding.
+Status CheckAllocSize(const char* what, size_t bytes) {
+  if (bytes == 0) return Status::InvalidArgument(std::string(what) + " of 0 bytes");
+  if (bytes > ResidentHeap::kMaxBytes) {
+    return Status::InvalidArgument(std::string(what) + " of " + std::to_string(bytes) +
+                                   " bytes: more than the host backend's largest block, " +
+                                   std::to_string(ResidentHeap::kMaxBytes) + " bytes");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<DevicePtr> HostBackend::Alloc(size_t bytes) {
-  if (bytes == 0) return Status::InvalidArgument("Alloc of 0 bytes");
+  AUXSTORE_RETURN_IF_ERROR(CheckAllocSize("Alloc", bytes));
   uint8_t* p = heap_.Allocate(bytes);
   if (p == nullptr)
     return Status::OutOfRange("host backend: out of memory for " + std::to_string(bytes) +
@@ -55,7 +70,7 @@ Status HostBackend::Free(DevicePtr ptr) {
 }
 
 Result<uint8_t*> HostBackend::AllocPinned(size_t bytes) {
-  if (bytes == 0) return Status::InvalidArgument("AllocPinned of 0 bytes");
+  AUXSTORE_RETURN_IF_ERROR(CheckAllocSize("AllocPinned", bytes));
   uint8_t* p = heap_.Allocate(bytes);
   if (p == nullptr) return Status::OutOfRange("host backend: out of pinned memory");
   std::lock_guard lock(mu_);

@@ -13,7 +13,9 @@ RangeAllocator::RangeAllocator(uint64_t capacity, uint64_t align)
 std::optional<uint64_t> RangeAllocator::Allocate(uint64_t bytes) {
   const uint64_t want = std::max<uint64_t>(bytes, 1);
   if (want > capacity_) return std::nullopt;
-  const uint64_t rounded = (want + align_ - 1) / align_ * align_;
+  uint64_t rounded = 0;
+  if (__builtin_add_overflow(want, align_ - 1, &rounded)) return std::nullopt;
+  rounded = rounded / align_ * align_;
   for (auto it = free_.begin(); it != free_.end(); ++it) {
     if (it->second < rounded) continue;
     const uint64_t off = it->first, len = it->second;

@@ -15,7 +15,13 @@ constexpr uint64_t kHugePage = 2u << 20;
 // region; a serving process's states take a few big ones).
 constexpr uint64_t kMaxRegionGrowth = 256u << 20;
 
-uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
+// n rounded up to a multiple of `to`; false when that overflows.
+bool RoundUp(uint64_t n, uint64_t to, uint64_t* out) {
+  uint64_t sum = 0;
+  if (__builtin_add_overflow(n, to - 1, &sum)) return false;
+  *out = sum / to * to;
+  return true;
+}
 
 // `size` bytes (a multiple of 2 MiB), 2 MiB aligned, huge pages requested
 // and every page populated. Null when out of memory.
@@ -39,18 +45,20 @@ ResidentHeap::~ResidentHeap() {
 }
 
 uint8_t* ResidentHeap::Allocate(size_t bytes) {
-  if (bytes == 0) return nullptr;
+  if (bytes == 0 || bytes > kMaxBytes) return nullptr;
   std::lock_guard lock(mu_);
   for (auto& r : regions_) {
     if (auto off = r->blocks.Allocate(bytes)) return r->base + *off;
   }
-  const uint64_t size =
-      std::max(RoundUp(bytes, kHugePage), std::clamp(reserved_, kHugePage, kMaxRegionGrowth));
+  uint64_t rounded = 0;
+  if (!RoundUp(bytes, kHugePage, &rounded)) return nullptr;
+  const uint64_t size = std::max(rounded, std::clamp(reserved_, kHugePage, kMaxRegionGrowth));
   uint8_t* base = MapRegion(size);
   if (base == nullptr) return nullptr;
   auto& r = regions_.emplace_back(new Region{base, RangeAllocator(size, kBlockAlign)});
   reserved_ += size;
-  return r->base + *r->blocks.Allocate(bytes);
+  const auto off = r->blocks.Allocate(bytes);
+  return off ? r->base + *off : nullptr;  // a fresh region of >= bytes always has room
 }
 
 bool ResidentHeap::Free(uint8_t* p) {

@@ -27,8 +27,12 @@ class ResidentHeap {
   ResidentHeap(const ResidentHeap&) = delete;
   ResidentHeap& operator=(const ResidentHeap&) = delete;
 
-  // `bytes` (> 0), 256-byte aligned, every page mapped. Null when out of
-  // memory. Thread-safe.
+  // The largest block Allocate hands out (2^48 bytes, beyond any host): a
+  // size above it is refused before any size arithmetic can wrap.
+  static constexpr uint64_t kMaxBytes = uint64_t{1} << 48;
+
+  // `bytes` (1..kMaxBytes), 256-byte aligned, every page mapped. Null when
+  // out of memory or out of that range. Thread-safe.
   uint8_t* Allocate(size_t bytes);
   // Frees a block Allocate returned; false for any other pointer. A region
   // whose blocks are all free is returned to the system.

@@ -32,6 +32,22 @@ TEST(HostBackend, CopyRoundTrip) {
   EXPECT_EQ(gpu.live_allocations(), 0u);
 }
 
+// Issue 23: Alloc(2^64-1) succeeded (the heap's rounding wrapped) and a copy
+// into it crashed. Overflowing sizes are InvalidArgument.
+TEST(HostBackend, HugeAllocationsAreInvalidArgument) {
+  HostBackend gpu;
+  for (size_t bytes : {SIZE_MAX, SIZE_MAX - 100, (size_t{1} << 48) + 1}) {
+    auto p = gpu.Alloc(bytes);
+    ASSERT_FALSE(p.ok()) << bytes;
+    EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument) << p.status().message();
+    auto q = gpu.AllocPinned(bytes);
+    ASSERT_FALSE(q.ok()) << bytes;
+    EXPECT_EQ(q.status().code(), StatusCode::kInvalidArgument) << q.status().message();
+  }
+  EXPECT_EQ(gpu.live_allocations(), 0u);
+  EXPECT_EQ(gpu.live_pinned(), 0u);
+}
+
 TEST(HostBackend, CopiesAreAsynchronous) {
   HostBackend gpu(gpu::HostBackendOptions{.op_delay = 100ms});
   auto s = gpu.CreateStream();

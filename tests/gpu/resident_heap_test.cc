@@ -82,5 +82,18 @@ TEST(ResidentHeap, FreedBlocksAreReused) {
   EXPECT_EQ(heap.regions(), 1u);
 }
 
+// Sizes whose rounding would wrap (issue 23: Alloc(2^64-1) handed out a
+// 2 MiB region as if it held 2^64-1 bytes) are refused, nothing allocated.
+TEST(ResidentHeap, RefusesSizesThatWouldWrap) {
+  ResidentHeap heap;
+  for (uint64_t bytes : {UINT64_MAX, UINT64_MAX - 100, ResidentHeap::kMaxBytes + 1}) {
+    EXPECT_EQ(heap.Allocate(bytes), nullptr) << bytes;
+  }
+  EXPECT_EQ(heap.regions(), 0u);
+  RangeAllocator r(uint64_t{1} << 20, 256);
+  EXPECT_FALSE(r.Allocate(UINT64_MAX).has_value());
+  EXPECT_EQ(r.used(), 0u);
+}
+
 }  // namespace
 }  // namespace auxstore::gpu
