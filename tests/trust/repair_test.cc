@@ -8,8 +8,12 @@
 // --repair --json`; read every snapshot again.
 // Required: every snapshot that read back exactly before is still present and
 // exact after the repair; every snapshot verify named corrupt is one whose
-// own read failed. Counts: healthy removed (must be 0), corrupt removed,
-// trials where verify reported damage it tied to no snapshot.
+// own read failed; verify reports damage whenever a read failed or the open
+// was refused; every snapshot whose read failed is gone after the repair (it
+// reported removing it); and after the repair `verify` finds the store clean
+// and it opens. Trials whose read-only open was refused still run verify and
+// the repair. Counts: healthy removed, corrupt removed, trials where verify
+// reported damage it tied to no snapshot.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -100,7 +104,7 @@ TEST(TrustRepair, RepairRemovesExactlyTheCorruptSnapshots) {
   struct Counts {
     int healthy_removed = 0, healthy_damaged = 0, corrupt_removed = 0, blamed_healthy = 0,
         unattributed = 0, damaged_trials = 0, verify_missed = 0, tool_errors = 0, refused_open = 0,
-        reader_crashed = 0;
+        reader_crashed = 0, damaged_kept = 0, unclean_after_repair = 0;
   } n;
   std::mutex mu;
   std::vector<std::pair<int, std::string>> failures;  // (trial, what), a few per trial
@@ -139,9 +143,42 @@ TEST(TrustRepair, RepairRemovesExactlyTheCorruptSnapshots) {
           report("before repair: " + problem);
           return;
         }
+        // verify --repair, then verify again: after the repair it finds the
+        // store clean (exit 0) whatever the damage held.
+        auto repair_then_verify = [&](nlohmann::json* vj, nlohmann::json* rj) {
+          ProcResult v = RunCli({"verify", trial, "--json"});
+          *vj = nlohmann::json::parse(v.out, nullptr, false);
+          ProcResult rp = RunCli({"verify", "--repair", trial, "--json"});
+          *rj = nlohmann::json::parse(rp.out, nullptr, false);
+          ProcResult again = RunCli({"verify", trial, "--json"});
+          if (v.signal || rp.signal || again.signal || vj->is_discarded() || rj->is_discarded()) {
+            ++c.tool_errors;
+            report("verify " + v.Describe() + ", verify --repair " + rp.Describe() + "\n" +
+                   v.out.substr(0, 500) + v.ErrTail(500) + rp.out.substr(0, 500) + rp.ErrTail(500));
+            return false;
+          }
+          if (!again.Exited(0)) {
+            ++c.unclean_after_repair;
+            report("verify after the repair: " + again.Describe() + " " + again.out.substr(0, 400) +
+                   again.ErrTail(300));
+          }
+          return true;
+        };
+        nlohmann::json vj, rj;
         if (!before.opened) {
           ++c.refused_open;  // the damage hit the SST's index or meta: refused, acceptable
           summary += "; read-only open refused: " + before.open_message.substr(0, 160);
+          if (!repair_then_verify(&vj, &rj)) return;
+          if (vj.value("clean", false)) {
+            ++c.verify_missed;
+            report("the open was refused, yet verify found the store clean");
+          }
+          const ReadReport after = ReadAll(trial, &problem);
+          if (!problem.empty() || !after.opened) {
+            ++c.unclean_after_repair;
+            report("after the repair the store still does not open: " + problem + " " +
+                   after.open_message);
+          }
           return;
         }
         std::set<uint64_t> healthy, damaged;
@@ -151,21 +188,16 @@ TEST(TrustRepair, RepairRemovesExactlyTheCorruptSnapshots) {
         }
         if (!damaged.empty()) ++c.damaged_trials;
 
-        ProcResult v = RunCli({"verify", trial, "--json"});
-        const auto vj = nlohmann::json::parse(v.out, nullptr, false);
-        ProcResult rp = RunCli({"verify", "--repair", trial, "--json"});
-        const auto rj = nlohmann::json::parse(rp.out, nullptr, false);
-        if (v.signal || rp.signal || vj.is_discarded() || rj.is_discarded()) {
-          ++c.tool_errors;
-          report("verify " + v.Describe() + ", verify --repair " + rp.Describe() + "\n" +
-                 v.out.substr(0, 500) + v.ErrTail(500) + rp.out.substr(0, 500) + rp.ErrTail(500));
-          return;
-        }
+        if (!repair_then_verify(&vj, &rj)) return;
         const std::set<std::string> named = Prefixes(vj["corrupt"]);
         std::set<std::string> removed;
         if (rj.contains("repair")) removed = Prefixes(rj["repair"]["removed"]);
         if (!vj["store_problems"].empty()) ++c.unattributed;
-        if (!damaged.empty() && vj.value("clean", false)) ++c.verify_missed;
+        if (!damaged.empty() && vj.value("clean", false)) {
+          ++c.verify_missed;
+          report(std::to_string(damaged.size()) +
+                 " reads failed, yet verify found the store clean");
+        }
         for (const std::string& p : named) {
           auto it = seed_of.find(p);
           const uint64_t seed = it == seed_of.end() ? 0 : it->second;
@@ -198,6 +230,15 @@ TEST(TrustRepair, RepairRemovesExactlyTheCorruptSnapshots) {
           auto it = seed_of.find(p);
           if (it != seed_of.end() && damaged.count(it->second)) ++c.corrupt_removed;
         }
+        for (uint64_t seed : damaged) {
+          const auto it = after.seeds.find(seed);
+          const std::string verdict = it == after.seeds.end() ? "missing" : it->second.verdict;
+          const bool reported = removed.count(testing::PrefixFromSeed(seed).ToHex()) > 0;
+          if (verdict == "absent" && reported) continue;
+          ++c.damaged_kept;
+          report("seed " + std::to_string(seed) + " failed to read before the repair; after it: " +
+                 verdict + (reported ? "" : " (the repair did not report removing it)"));
+        }
         summary += "; " + std::to_string(damaged.size()) + " damaged reads, verify named " +
                    std::to_string(named.size()) + ", repair removed " +
                    std::to_string(removed.size()) + " (" + std::to_string(c.healthy_removed) +
@@ -214,6 +255,8 @@ TEST(TrustRepair, RepairRemovesExactlyTheCorruptSnapshots) {
       n.tool_errors += c.tool_errors;
       n.refused_open += c.refused_open;
       n.reader_crashed += c.reader_crashed;
+      n.damaged_kept += c.damaged_kept;
+      n.unclean_after_repair += c.unclean_after_repair;
       lines.push_back({i, summary});
       for (auto& f : fail) failures.push_back({i, records_sst + " (" + flips + "): " + f});
     }
@@ -229,10 +272,10 @@ TEST(TrustRepair, RepairRemovesExactlyTheCorruptSnapshots) {
       "TRUST repair: trials=%d read_only_open_refused=%d trials_with_damaged_reads=%d "
       "healthy_removed=%d healthy_damaged=%d verify_blamed_healthy=%d corrupt_removed=%d "
       "trials_with_unattributed_damage=%d verify_clean_despite_damaged_reads=%d "
-      "reader_crashed=%d tool_errors=%d\n",
+      "reader_crashed=%d tool_errors=%d damaged_kept=%d unclean_after_repair=%d\n",
       trials, n.refused_open, n.damaged_trials, n.healthy_removed, n.healthy_damaged,
       n.blamed_healthy, n.corrupt_removed, n.unattributed, n.verify_missed, n.reader_crashed,
-      n.tool_errors);
+      n.tool_errors, n.damaged_kept, n.unclean_after_repair);
   const int healthy_removed = n.healthy_removed, healthy_damaged = n.healthy_damaged,
             blamed_healthy = n.blamed_healthy;
   EXPECT_EQ(n.reader_crashed, 0) << "a reader child died (see above)";
@@ -240,6 +283,11 @@ TEST(TrustRepair, RepairRemovesExactlyTheCorruptSnapshots) {
   EXPECT_EQ(healthy_removed, 0);
   EXPECT_EQ(healthy_damaged, 0);
   EXPECT_EQ(blamed_healthy, 0);
+  EXPECT_EQ(n.verify_missed, 0) << "verify found clean stores whose reads failed";
+  EXPECT_EQ(n.damaged_kept, 0) << "the repair left snapshots whose reads failed";
+  EXPECT_EQ(n.unclean_after_repair, 0) << "verify still reported damage after the repair";
+  // The trials must have damaged something the reads saw, or this proved nothing.
+  EXPECT_GT(n.damaged_trials + n.refused_open, trials / 3);
 }
 
 }  // namespace
