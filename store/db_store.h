@@ -238,6 +238,19 @@ class DbStore final : public Store {
   Status VerifySnapshot(NamespaceId ns, const Prefix& prefix, const Manifest& m,
                         std::optional<uint32_t>* layer, VerifyReport* report);
 
+  Status RemoveCorrupt(const VerifyReport& report, RepairReport* out,
+                       std::vector<std::string>* left_alone);
+  // ---- repair of damaged files and derived metadata (db_store_rebuild.cc)
+  // Live SST files whose blocks fail their checksums, by column family.
+  Result<std::map<int, std::set<std::string>>> DamagedFiles();
+  // Rewrites column family `cf` with its intact entries, without its files.
+  Status RewriteFamily(int cf, const std::set<std::string>& damaged, RepairReport* out);
+  bool RefStillTrue(const rocksdb::Slice& key, const rocksdb::Slice& value);
+  // The run records, refs and page entries the manifests need, where missing.
+  Status RebuildDerived(RepairReport* out, bool* changed);
+  Result<RunRecord> RebuildRunRecord(NamespaceId ns, const Prefix& prefix, const Manifest& m,
+                                     const std::map<uint32_t, Prefix>& chain_of_page);
+
   // ---- maintenance (db_store_maintenance.cc)
   void MaintenanceLoop();
   void LoadIndex();

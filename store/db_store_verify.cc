@@ -380,8 +380,17 @@ class DbStore::Verifier {
       }
       ++r_.snapshots_checked;
       auto m = DecodeManifestRecord(last, Bytes(it->value()));
+      run_problem_ = false;
       Status st = m.ok() ? CheckManifest(found.ns, found.prefix, *m, &found.layer)
                          : m.error().WithContext("manifest");
+      if (!st.ok() && run_problem_) {
+        // Only a run record failed: derived metadata, which repair rebuilds.
+        // The snapshot is judged by its own bytes, read back whole.
+        r_.store_problems.push_back("snapshot " + Where(found.ns, found.prefix) +
+                                    " cannot be checked against its run records (" + st.message() +
+                                    "); `verify --repair` rebuilds them");
+        st = s_.VerifySnapshot(found.ns, found.prefix, *m, &found.layer, nullptr);
+      }
       if (st.ok()) {
         ++r_.snapshots_ok;
       } else {
@@ -408,7 +417,7 @@ class DbStore::Verifier {
     const std::string key = PutKey(ns, put);
     auto d = damage_.find(key);
     if (d != damage_.end() && d->second.run_record) {
-      charged_.insert(key);
+      run_problem_ = true;
       *why = Status::Corruption(d->second.why);
       return nullptr;
     }
@@ -417,12 +426,21 @@ class DbStore::Verifier {
       if (runs_.size() > 4096) runs_.clear();  // bounded: manifests of one chain hit the same few
       auto rec = s_.LoadRunRecord(ns, put);
       if (!rec.ok()) {
+        run_problem_ = true;
         *why = rec.error().WithContext("run record of put " + PutHex(put));
         return nullptr;
       }
       c = runs_.emplace(key, std::move(*rec)).first;
+      if (c->second && !puts_.count(key)) {
+        // Past a damaged block of the run records the scan did not reach:
+        // its records are checked now, before any manifest is judged by them.
+        puts_.insert(key);
+        ++r_.puts_checked;
+        CheckPutRecords(ns, put, *c->second);
+      }
     }
     if (!c->second) {
+      run_problem_ = true;
       *why = Status::Corruption("snapshot is torn: it uses put " + PutHex(put) +
                                 ", which has no run record");
       return nullptr;
@@ -695,6 +713,7 @@ class DbStore::Verifier {
   };
   std::unordered_map<std::string, PutRecords> put_records_;  // PutKey -> its intact records
   int skips_ = 0;
+  bool run_problem_ = false;  // the manifest being checked failed on a run record
 };
 
 Status DbStore::VerifySnapshot(NamespaceId ns, const Prefix& prefix, const Manifest& m,
@@ -736,19 +755,17 @@ Result<VerifyReport> DbStore::Verify(const VerifyOptions& options) {
   return report;
 }
 
-Result<RepairReport> DbStore::Repair(const VerifyReport& report) {
-  AUXSTORE_RETURN_IF_ERROR(CheckWritable());
-  RepairReport out;
-  out.not_repaired = report.store_problems;
-  out.accepted_data_loss = lost_commits_at_open_ > 0;
+// Removes the snapshots `report` names corrupt that still read back damaged.
+Status DbStore::RemoveCorrupt(const VerifyReport& report, RepairReport* out,
+                              std::vector<std::string>* left_alone) {
   for (const CorruptSnapshot& c : report.corrupt) {
     auto m = LoadManifest(c.ns, c.prefix);  // a damaged manifest is quarantined by the load
     if (m.ok()) {
       std::optional<uint32_t> layer;
       Status why = VerifySnapshot(c.ns, c.prefix, *m, &layer, nullptr);
       if (why.ok()) {
-        out.not_repaired.push_back("snapshot " + Where(c.ns, c.prefix) +
-                                   " reads back intact now; left alone");
+        left_alone->push_back("snapshot " + Where(c.ns, c.prefix) +
+                              " reads back intact now; left alone");
         continue;
       }
       // Removing it reclaims every put no remaining snapshot uses.
@@ -760,8 +777,45 @@ Result<RepairReport> DbStore::Repair(const VerifyReport& report) {
     } else if (!m.error().IsCorruption()) {
       return m.error();
     }
-    out.removed.push_back(c);
+    out->removed.push_back(c);
   }
+  return Status::Ok();
+}
+
+// Corrupt snapshots go; then every column family with a damaged file is
+// rewritten around it and the derived metadata is rebuilt
+// (db_store_rebuild.cc), and what is left is verified again: after a repair,
+// verify is clean unless a problem is listed as not repaired.
+Result<RepairReport> DbStore::Repair(const VerifyReport& report) {
+  AUXSTORE_RETURN_IF_ERROR(CheckWritable());
+  RepairReport out;
+  out.accepted_data_loss = lost_commits_at_open_ > 0;
+  std::vector<std::string> left_alone;
+  AUXSTORE_RETURN_IF_ERROR(RemoveCorrupt(report, &out, &left_alone));
+  if (report.store_problems.empty() && report.corrupt.empty()) {
+    out.not_repaired = std::move(left_alone);
+    return out;
+  }
+  AUXSTORE_ASSIGN_OR_RETURN(auto damaged, DamagedFiles());
+  bool changed = !damaged.empty();
+  for (const auto& [cf, files] : damaged) {
+    Status s = RewriteFamily(cf, files, &out);
+    if (!s.ok()) out.not_repaired.push_back(s.ToString());
+  }
+  Status rebuilt = RebuildDerived(&out, &changed);
+  if (!rebuilt.ok()) out.not_repaired.push_back(rebuilt.ToString());
+  if (!changed) {
+    out.not_repaired.insert(out.not_repaired.end(), report.store_problems.begin(),
+                            report.store_problems.end());
+  } else {
+    VerifyReport again;
+    Verifier v(*this, VerifyOptions{}, &again);
+    AUXSTORE_RETURN_IF_ERROR(v.Run());
+    AUXSTORE_RETURN_IF_ERROR(RemoveCorrupt(again, &out, &left_alone));
+    out.not_repaired.insert(out.not_repaired.end(), again.store_problems.begin(),
+                            again.store_problems.end());
+  }
+  out.not_repaired.insert(out.not_repaired.end(), left_alone.begin(), left_alone.end());
   return out;
 }
 

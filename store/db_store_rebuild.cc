@@ -1,0 +1,394 @@
+// What `verify --repair` does beyond removing corrupt snapshots: a column
+// family with a damaged SST file is rewritten around the damage, and the
+// derived metadata (run records, refs, page entries) is rebuilt from the
+// manifests and the records it describes. Derived metadata is rebuilt, not
+// mourned: its damage never costs an intact snapshot, and no damaged block
+// is left for `compact` to trip over.
+//
+// Rewriting one column family: every entry still readable in it (read
+// without block checksums, each value checked by its own envelope, which is
+// seeded by its key) is written again, the memtable is flushed, and then
+// every file the family had before is dropped (DB::DeleteFile, bottom level
+// first, level 0 oldest first: nothing older is left for a dropped
+// tombstone to uncover). A crash in between leaves both copies, equal; the
+// next repair finds the damaged file again and finishes.
+#include <rocksdb/convenience.h>
+#include <rocksdb/metadata.h>
+#include <rocksdb/options.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "format/byte_order.h"
+#include "format/envelope.h"
+#include "format/layer_layout.h"
+#include "format/manifest.h"
+#include "format/run_record.h"
+#include "store/bytes.h"
+#include "store/db_store.h"
+#include "store/keys.h"
+
+namespace auxstore::store_internal {
+namespace {
+
+constexpr size_t kRewriteBatchBytes = 8u << 20;
+
+// An entry of column family `cf` that is what its writer wrote: checked by
+// its envelope (seeded by its key), or for the two families without one,
+// by the shape of key and value.
+bool EntryIntact(int cf, const rocksdb::Slice& key, const rocksdb::Slice& value) {
+  switch (cf) {
+    case kDefault:
+      return true;
+    case kRefs: {
+      NamespaceId ns = 0, sns = 0;
+      PutId owner = 0, referrer = 0;
+      Prefix prefix;
+      return ParseRefKey(key.ToStringView(), &ns, &owner, &referrer) &&
+             ParseSnapshotKey(value.ToStringView(), &sns, &prefix);
+    }
+    case kRecency: {
+      NamespaceId ns = 0;
+      Prefix prefix;
+      return ParseSnapshotKey(key.ToStringView(), &ns, &prefix) && value.size() == 8;
+    }
+    default:
+      return DecodeEnvelope(Bytes(key), Bytes(value)).ok();
+  }
+}
+
+// A snapshot stored records of its own (then it has a run record and a ref
+// to its own put).
+bool StoresRecords(const Manifest& m) {
+  for (const LayerEntry& l : m.layers) {
+    for (size_t a = 0; a < l.row_bytes.size(); ++a) {
+      if (OwnStreamBytes(m, l, a) > 0) return true;
+    }
+  }
+  return false;
+}
+
+struct Xxh3Free {
+  void operator()(XXH3_state_t* s) const { XXH3_freeState(s); }
+};
+
+}  // namespace
+
+Result<std::map<int, std::set<std::string>>> DbStore::DamagedFiles() {
+  std::map<int, std::set<std::string>> out;
+  std::vector<rocksdb::LiveFileMetaData> live;
+  db_->GetLiveFilesMetaData(&live);
+  rocksdb::ReadOptions ro;
+  ro.verify_checksums = true;
+  ro.fill_cache = false;
+  for (const auto& f : live) {
+    int cf = -1;
+    for (int i = 0; i < kCfCount; ++i) {
+      if (setup_.cfs[i].name == f.column_family_name) cf = i;
+    }
+    if (cf < 0) continue;
+    rocksdb::Options opts(setup_.db, setup_.cfs[cf].options);
+    rocksdb::Status s =
+        rocksdb::VerifySstFileChecksum(opts, rocksdb::EnvOptions(), ro, f.db_path + f.name);
+    if (s.IsCorruption()) out[cf].insert(f.name);
+  }
+  return out;
+}
+
+// A ref has no envelope: it is kept only when the snapshot it names still
+// has the referrer's put and reads the owner's records (the rest are stale,
+// or damaged; RebuildDerived writes every ref a manifest needs).
+bool DbStore::RefStillTrue(const rocksdb::Slice& key, const rocksdb::Slice& value) {
+  NamespaceId ns = 0, sns = 0;
+  PutId owner = 0, referrer = 0;
+  Prefix prefix;
+  if (!ParseRefKey(key.ToStringView(), &ns, &owner, &referrer) ||
+      !ParseSnapshotKey(value.ToStringView(), &sns, &prefix) || sns != ns) {
+    return false;
+  }
+  std::string v;
+  if (!db_->Get(HotReadOptions(), cf_[kManifests], value, &v).ok()) return false;
+  auto m = DecodeManifestRecord(value.ToString(), Bytes(v));
+  if (!m.ok() || m->put_id != referrer) return false;
+  const auto used = UsedPuts(*m);
+  return std::find(used.begin(), used.end(), owner) != used.end();
+}
+
+Status DbStore::RewriteFamily(int cf, const std::set<std::string>& damaged, RepairReport* out) {
+  rocksdb::ColumnFamilyHandle* h = cf_[cf];
+  const std::string name = setup_.cfs[cf].name;
+  // No compaction may read the damaged file meanwhile.
+  const bool auto_off = db_->GetOptions(h).disable_auto_compactions;
+  AUXSTORE_RETURN_IF_ERROR(FromRocks(db_->SetOptions(h, {{"disable_auto_compactions", "true"}}),
+                                     "hold compactions of " + name));
+  std::vector<rocksdb::LiveFileMetaData> before;
+  {
+    std::vector<rocksdb::LiveFileMetaData> live;
+    db_->GetLiveFilesMetaData(&live);
+    for (auto& f : live) {
+      if (f.column_family_name == name) before.push_back(std::move(f));
+    }
+  }
+  uint64_t kept = 0, dropped = 0;
+  {
+    rocksdb::ReadOptions ro;
+    ro.verify_checksums = false;  // each value is checked on its own below
+    ro.fill_cache = false;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, h));
+    rocksdb::WriteBatch batch;
+    std::string last;
+    for (it->SeekToFirst();;) {
+      for (; it->Valid(); it->Next()) {
+        last = it->key().ToString();
+        if (!EntryIntact(cf, it->key(), it->value()) ||
+            (cf == kRefs && !RefStillTrue(it->key(), it->value()))) {
+          ++dropped;
+          if (cf == kManifests) {
+            CorruptSnapshot c;
+            if (ParseSnapshotKey(last, &c.ns, &c.prefix)) {
+              c.why = "Corruption: its manifest record is damaged";
+              out->removed.push_back(std::move(c));
+            }
+          }
+          continue;
+        }
+        ++kept;
+        (void)batch.Put(h, it->key(), it->value());
+        if (batch.GetDataSize() >= kRewriteBatchBytes) {
+          AUXSTORE_RETURN_IF_ERROR(
+              Guard(db_->Write(rocksdb::WriteOptions(), &batch), "rewrite " + name));
+          batch.Clear();
+        }
+      }
+      if (it->status().ok()) break;
+      // A block too damaged to parse: go on after the damaged file holding it.
+      std::string resume;
+      for (const auto& f : before) {
+        if (damaged.count(f.name) && f.smallestkey <= last && last <= f.largestkey &&
+            f.largestkey + '\0' > resume) {
+          resume = f.largestkey + '\0';
+        }
+      }
+      out->not_repaired.push_back("entries of " + name +
+                                  " in a block too damaged to parse were lost (" +
+                                  it->status().ToString() + ")");
+      if (resume.empty() || resume <= last) break;
+      it->Seek(resume);
+    }
+    AUXSTORE_RETURN_IF_ERROR(Guard(db_->Write(rocksdb::WriteOptions(), &batch), "rewrite " + name));
+  }
+  AUXSTORE_RETURN_IF_ERROR(Guard(db_->FlushWAL(true), "sync the rewrite of " + name));
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  AUXSTORE_RETURN_IF_ERROR(Guard(db_->Flush(fo, h), "flush the rewrite of " + name));
+  // Every file from before goes: bottom level first, level 0 oldest first.
+  std::sort(before.begin(), before.end(), [](const auto& a, const auto& b) {
+    if (a.level != b.level) return a.level > b.level;
+    return a.largest_seqno < b.largest_seqno;
+  });
+  db_->PauseBackgroundWork();
+  Status dropped_files;
+  for (const auto& f : before) {
+    rocksdb::Status d = db_->DeleteFile(f.name);
+    if (!d.ok() && dropped_files.ok()) dropped_files = FromRocks(d, "drop " + f.name);
+  }
+  db_->ContinueBackgroundWork();
+  (void)db_->SetOptions(h, {{"disable_auto_compactions", auto_off ? "true" : "false"}});
+  AUXSTORE_RETURN_IF_ERROR(dropped_files);
+  std::vector<rocksdb::LiveFileMetaData> after;
+  db_->GetLiveFilesMetaData(&after);
+  for (const auto& f : after) {
+    if (f.column_family_name == name && damaged.count(f.name)) {
+      return Status::Corruption("the damaged file " + f.name + " of " + name +
+                                " is still live after its column family was rewritten");
+    }
+  }
+  Log(LogLevel::kWarn, "repair rewrote " + name +
+                           " around its damaged files: " + std::to_string(kept) +
+                           " entries kept, " + std::to_string(dropped) + " damaged ones dropped");
+  return Status::Ok();
+}
+
+// The run record put m.put_id wrote, from its snapshot's manifest and its
+// records (hashes taken from the bytes), and the chain hashes the page
+// index still names (none when any is missing: shares of its pages are then
+// missed, nothing is lost).
+Result<RunRecord> DbStore::RebuildRunRecord(NamespaceId ns, const Prefix& prefix, const Manifest& m,
+                                            const std::map<uint32_t, Prefix>& chain_of_page) {
+  RunRecord run;
+  run.prefix = prefix;
+  run.page_tokens = m.page_tokens;
+  run.chunk_bytes = m.chunk_bytes;
+  uint32_t chain_lo = UINT32_MAX, chain_hi = 0;
+  for (const LayerEntry& l : m.layers) {
+    const uint32_t own_first = OwnFirstPage(m, l);
+    RunLayer rl{l.layer, l.kind, own_first, l.full_pages() - own_first, {}};
+    bool stores = false;
+    for (size_t a = 0; a < l.row_bytes.size(); ++a) {
+      const uint64_t page_bytes = uint64_t{m.page_tokens} * l.row_bytes[a];
+      const uint64_t stream = OwnStreamBytes(m, l, a);
+      RunArray ra;
+      ra.row_bytes = l.row_bytes[a];
+      ra.tail_bytes = TailBytes(m, l, a);
+      stores |= stream > 0;
+      std::unique_ptr<XXH3_state_t, Xxh3Free> st(XXH3_createState());
+      XXH3_64bits_reset(st.get());
+      uint64_t at = 0;  // stream bytes hashed
+      const uint32_t chunks = ChunkCount(stream, m.chunk_bytes);
+      for (uint32_t c = 0; c < chunks; ++c) {
+        const std::string key = RecordKey(ns, m.put_id, l.layer, static_cast<uint8_t>(a), c);
+        std::string value;
+        AUXSTORE_RETURN_IF_ERROR(FromRocks(db_->Get(HotReadOptions(), cf_[kRecords], key, &value),
+                                           "read a record to rehash"));
+        AUXSTORE_ASSIGN_OR_RETURN(auto env, DecodeEnvelope(Bytes(key), Bytes(value)));
+        ByteSpan bytes = env.payload;
+        if (bytes.size() != ChunkSize(stream, m.chunk_bytes, c)) {
+          return Status::Corruption("a record of put " + PutHex(m.put_id) + " has another size");
+        }
+        while (!bytes.empty()) {
+          const bool in_pages = at < uint64_t{rl.pages} * page_bytes;
+          const uint64_t part_end = in_pages ? (at / page_bytes + 1) * page_bytes : stream;
+          const uint64_t take = std::min<uint64_t>(bytes.size(), part_end - at);
+          XXH3_64bits_update(st.get(), bytes.data(), take);
+          at += take;
+          bytes = bytes.subspan(take);
+          if (in_pages && at == part_end) {
+            ra.page_xxh3.push_back(XXH3_64bits_digest(st.get()));
+            XXH3_64bits_reset(st.get());
+          }
+        }
+      }
+      ra.tail_xxh3 = XXH3_64bits_digest(st.get());  // of the tail (reset after the pages)
+      rl.arrays.push_back(std::move(ra));
+    }
+    if (rl.pages > 0) {
+      chain_lo = std::min(chain_lo, rl.first_page);
+      chain_hi = std::max(chain_hi, rl.first_page + rl.pages);
+    }
+    if (stores || rl.pages > 0) run.layers.push_back(std::move(rl));
+  }
+  if (chain_lo < chain_hi) {
+    std::vector<Prefix> chain;
+    for (uint32_t pg = chain_lo; pg < chain_hi; ++pg) {
+      auto c = chain_of_page.find(pg);
+      if (c == chain_of_page.end()) break;
+      chain.push_back(c->second);
+    }
+    if (chain.size() == chain_hi - chain_lo) {
+      run.chain_first_page = chain_lo;
+      run.chain = std::move(chain);
+    }
+  }
+  return run;
+}
+
+Status DbStore::RebuildDerived(RepairReport* out, bool* changed) {
+  struct Snap {
+    std::string key;
+    NamespaceId ns = 0;
+    Prefix prefix;
+    Manifest m;
+  };
+  std::vector<Snap> snaps;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(HotReadOptions(), cf_[kManifests]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      Snap s;
+      s.key = it->key().ToString();
+      if (!ParseSnapshotKey(s.key, &s.ns, &s.prefix)) continue;
+      auto m = DecodeManifestRecord(s.key, Bytes(it->value()));
+      if (!m.ok()) continue;
+      s.m = std::move(*m);
+      snaps.push_back(std::move(s));
+    }
+    AUXSTORE_RETURN_IF_ERROR(FromRocks(it->status(), "scan the manifests to rebuild"));
+  }
+  // The chain hashes the page index names, per owner put.
+  std::map<std::string, std::map<uint32_t, Prefix>> chains;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(HotReadOptions(), cf_[kPages]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      const std::string key = it->key().ToString();
+      PutId owner = 0;
+      uint32_t page = 0;
+      if (key.size() != kPageKeyBytes || !DecodePageRef(key, Bytes(it->value()), &owner, &page)) {
+        continue;
+      }
+      const auto* k = reinterpret_cast<const uint8_t*>(key.data());
+      Prefix hash;
+      std::copy(k + 12, k + 28, hash.bytes.begin());
+      chains[PutKey(internal::GetBE64(k), owner)][page] = hash;
+    }
+    AUXSTORE_RETURN_IF_ERROR(FromRocks(it->status(), "scan the page index to rebuild"));
+  }
+  std::lock_guard lock(pages_mu_);
+  rocksdb::WriteBatch batch;
+  auto absent = [&](int cf, const std::string& key) -> Result<bool> {
+    std::string v;
+    rocksdb::Status g = db_->Get(HotReadOptions(), cf_[cf], key, &v);
+    if (g.IsNotFound()) return true;
+    if (!g.ok()) return FromRocks(g, "look up " + setup_.cfs[cf].name);
+    return cf == kRuns && !DecodeRunRecordValue(key, Bytes(v)).ok();
+  };
+  std::map<std::string, RunRecord> runs;  // PutKey -> run record, present or rebuilt
+  for (const Snap& s : snaps) {
+    if (!StoresRecords(s.m)) continue;
+    const std::string pkey = PutKey(s.ns, s.m.put_id);
+    AUXSTORE_ASSIGN_OR_RETURN(bool missing, absent(kRuns, pkey));
+    if (!missing) continue;
+    auto run = RebuildRunRecord(s.ns, s.prefix, s.m, chains[pkey]);
+    if (!run.ok()) {
+      out->not_repaired.push_back("the run record of put " + PutHex(s.m.put_id) +
+                                  " cannot be rebuilt: " + run.error().ToString());
+      continue;
+    }
+    (void)batch.Put(cf_[kRuns], pkey,
+                    EncodeEnvelope(Bytes(pkey), RecordKind::kRun, Bytes(EncodeRunRecord(*run))));
+    runs[pkey] = std::move(*run);
+    *changed = true;
+  }
+  for (const Snap& s : snaps) {
+    for (PutId put : UsedPuts(s.m)) {
+      if (put == s.m.put_id && !StoresRecords(s.m)) continue;
+      const std::string rkey = RefKey(s.ns, put, s.m.put_id);
+      AUXSTORE_ASSIGN_OR_RETURN(bool missing, absent(kRefs, rkey));
+      if (!missing) continue;
+      (void)batch.Put(cf_[kRefs], rkey, s.key);
+      *changed = true;
+    }
+  }
+  // Page entries of every put's chain (the first one found stays).
+  std::set<std::string> put_pages;
+  for (const Snap& s : snaps) {
+    const std::string pkey = PutKey(s.ns, s.m.put_id);
+    const RunRecord* run = nullptr;
+    std::optional<RunRecord> loaded;
+    if (auto r = runs.find(pkey); r != runs.end()) {
+      run = &r->second;
+    } else {
+      auto l = LoadRunRecord(s.ns, s.m.put_id);
+      if (!l.ok() || !*l) continue;
+      loaded = std::move(**l);
+      run = &*loaded;
+    }
+    for (size_t i = 0; i < run->chain.size(); ++i) {
+      const std::string key = PageKey(s.ns, run->page_tokens, run->chain[i]);
+      if (put_pages.count(key)) continue;
+      AUXSTORE_ASSIGN_OR_RETURN(bool missing, absent(kPages, key));
+      if (!missing) continue;
+      put_pages.insert(key);
+      (void)batch.Put(cf_[kPages], key,
+                      EncodePageRef(s.ns, run->page_tokens, run->chain[i], s.m.put_id,
+                                    run->chain_first_page + static_cast<uint32_t>(i)));
+      *changed = true;
+    }
+  }
+  if (batch.Count() == 0) return Status::Ok();
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  return Guard(db_->Write(wo, &batch), "rebuild derived metadata");
+}
+
+}  // namespace auxstore::store_internal
