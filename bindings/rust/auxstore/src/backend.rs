@@ -39,6 +39,7 @@ impl Backend {
     /// CUDA device.
     pub fn new(kind: BackendKind) -> Result<Backend> {
         let mut raw = ptr::null_mut();
+        // SAFETY: a valid out pointer; kind and device are checked by auxstore.
         check(|e| unsafe { sys::auxstore_backend_create(kind.to_c(), &mut raw, e) })?;
         Ok(Backend::from_raw(raw, "auxstore_backend_create"))
     }
@@ -47,6 +48,7 @@ impl Backend {
     /// index that does not exist; the host backend ignores it).
     pub fn on_device(kind: BackendKind, device: i32) -> Result<Backend> {
         let mut raw = ptr::null_mut();
+        // SAFETY: a valid out pointer; kind and device are checked by auxstore.
         check(|e| unsafe { sys::auxstore_backend_create_on_device(kind.to_c(), device, &mut raw, e) })?;
         Ok(Backend::from_raw(raw, "auxstore_backend_create_on_device"))
     }
