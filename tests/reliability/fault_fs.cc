@@ -206,12 +206,14 @@ IOStatus FaultFs::MaybeReadError(const std::string& path) {
 }
 
 IOStatus FaultFs::MaybeWriteError(const std::string& path) {
-  if (!faults_on_ || ClassifyFile(path) == FileClass::kOther) return IOStatus::OK();
+  const FileClass cls = ClassifyFile(path);
+  if (!faults_on_ || cls == FileClass::kOther) return IOStatus::OK();
   std::lock_guard lock(mu_);
   if (std::uniform_real_distribution<double>(0, 1)(rng_) >= config_.write_error_prob) {
     return IOStatus::OK();
   }
   ++write_errors_;
+  ++write_errors_by_class_[static_cast<int>(cls)];
   if (config_.write_error_enospc) return IOStatus::NoSpace("injected ENOSPC writing " + path);
   return IOStatus::IOError("injected EIO writing " + path);
 }

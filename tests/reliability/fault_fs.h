@@ -42,6 +42,9 @@ class FaultFs : public rocksdb::FileSystemWrapper {
   void SetFaults(const FaultConfig& config);
   uint64_t injected_read_errors() const { return read_errors_; }
   uint64_t injected_write_errors() const { return write_errors_; }
+  uint64_t injected_write_errors(FileClass c) const {
+    return write_errors_by_class_[static_cast<int>(c)];
+  }
 
   // Returns an error status (and counts it) with the configured probability.
   rocksdb::IOStatus MaybeReadError(const std::string& path);
@@ -88,6 +91,7 @@ class FaultFs : public rocksdb::FileSystemWrapper {
   FaultConfig config_;
   std::atomic<bool> faults_on_{false};
   std::atomic<uint64_t> read_errors_{0}, write_errors_{0};
+  std::atomic<uint64_t> write_errors_by_class_[4] = {};
 };
 
 }  // namespace auxstore::reliability

@@ -25,7 +25,7 @@ namespace {
 struct FaultTotals {
   int trials = 0;
   uint64_t acked = 0, failed_puts = 0, injected = 0, lost = 0, torn = 0, wrong = 0, reads_ok = 0,
-           reads_failed = 0, fenced_trials = 0;
+           reads_failed = 0, fenced_trials = 0, trials_with_failures = 0, db_log_fault_trials = 0;
 };
 
 Options BatteryOptions() {
@@ -78,6 +78,7 @@ void WriteFaultTrials(bool enospc, int threads, int trials, uint64_t rng_seed, F
       fc.write_error_enospc = enospc;
       fs->SetFaults(fc);
       std::mutex mu;
+      uint64_t failed_here = 0;
       std::vector<std::thread> writers;
       const uint64_t base = rng_seed * 1'000'000'000ull + trial * 100'000ull;
       for (int w = 0; w < threads; ++w) {
@@ -85,6 +86,8 @@ void WriteFaultTrials(bool enospc, int threads, int trials, uint64_t rng_seed, F
           for (int k = 0; k < 40 / threads + 2; ++k) {
             const uint64_t seed = base + w + static_cast<uint64_t>(k) * threads;
             const SnapshotSpec spec = MakeSnapshot(seed);
+            // Once the store says it is fenced, nothing more may be acknowledged.
+            const bool fenced_before = store->Stats().fenced;
             {
               std::lock_guard lock(mu);
               attempted.insert(seed);
@@ -95,8 +98,12 @@ void WriteFaultTrials(bool enospc, int threads, int trials, uint64_t rng_seed, F
             if (s.ok()) {
               acked.insert(seed);
               ++t->acked;
+              EXPECT_FALSE(fenced_before)
+                  << what << ": seed " << seed
+                  << " was acknowledged although the store had fenced itself before it started";
               continue;
             }
+            ++failed_here;
             ++t->failed_puts;
             // An injected fault is an I/O error; later calls find the fence.
             EXPECT_TRUE(s.code() == StatusCode::kIOError || s.code() == StatusCode::kUnavailable ||
@@ -108,7 +115,20 @@ void WriteFaultTrials(bool enospc, int threads, int trials, uint64_t rng_seed, F
       }
       for (auto& w : writers) w.join();
       t->injected += fs->injected_write_errors();
-      if (store->Stats().fenced) ++t->fenced_trials;
+      const bool fenced = store->Stats().fenced;
+      t->fenced_trials += fenced;
+      t->trials_with_failures += failed_here > 0;
+      // A failed write to the database's own WAL or MANIFEST fences the
+      // store (reliability-notes #2); a failed staging SST changed nothing
+      // and need not.
+      const uint64_t db_log_faults = fs->injected_write_errors(FileClass::kWal) +
+                                     fs->injected_write_errors(FileClass::kManifest);
+      t->db_log_fault_trials += db_log_faults > 0;
+      if (db_log_faults > 0) {
+        EXPECT_TRUE(fenced) << what << ": " << db_log_faults
+                            << " writes to the WAL or MANIFEST failed and the store did not "
+                               "fence itself";
+      }
       fs->SetFaults({});  // the disk has room again; close cleanly
     }
     ++t->trials;
@@ -129,6 +149,12 @@ TEST(IoFaults, EioOnWritesOneAndEightThreads) {
       (unsigned long long)t.injected, (unsigned long long)t.fenced_trials,
       (unsigned long long)t.lost, (unsigned long long)t.torn, (unsigned long long)t.wrong);
   EXPECT_GT(t.injected, 0u) << "no fault was injected: the test proved nothing";
+  EXPECT_GT(t.trials_with_failures, 0u) << "no injected fault failed a put";
+  EXPECT_GT(t.db_log_fault_trials, 0u)
+      << "no fault hit the WAL or MANIFEST: the fence went untested";
+  std::printf("  trials with a failed put=%llu, with a WAL/MANIFEST fault=%llu\n",
+              (unsigned long long)t.trials_with_failures,
+              (unsigned long long)t.db_log_fault_trials);
 }
 
 TEST(IoFaults, EnospcOnWritesOneAndEightThreads) {
@@ -143,6 +169,12 @@ TEST(IoFaults, EnospcOnWritesOneAndEightThreads) {
       (unsigned long long)t.injected, (unsigned long long)t.fenced_trials,
       (unsigned long long)t.lost, (unsigned long long)t.torn, (unsigned long long)t.wrong);
   EXPECT_GT(t.injected, 0u);
+  EXPECT_GT(t.trials_with_failures, 0u) << "no injected fault failed a put";
+  EXPECT_GT(t.db_log_fault_trials, 0u)
+      << "no fault hit the WAL or MANIFEST: the fence went untested";
+  std::printf("  trials with a failed put=%llu, with a WAL/MANIFEST fault=%llu\n",
+              (unsigned long long)t.trials_with_failures,
+              (unsigned long long)t.db_log_fault_trials);
 }
 
 // EIO on reads: every GetLayer returns the written bytes or an error; a
