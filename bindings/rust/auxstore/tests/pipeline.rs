@@ -382,3 +382,34 @@ fn metrics_text_of_store_and_pipeline() {
         "{only}"
     );
 }
+
+/// When a scope returns, its targets are free: releasing each one reports
+/// no error (auxstore no longer counts them as restore targets) and counts
+/// no misuse — whether the restore was joined, only had a done callback, or
+/// its handle was dropped while it ran.
+#[test]
+fn targets_release_cleanly_once_the_scope_returned() {
+    let f = fixture("release-after");
+    let p = Pipeline::with_options(&f.store, &f.backend, &small_pipeline_options()).unwrap();
+    let b = seq_blobs(31, 128, 0);
+    let prefix = prefix_of(31, 128);
+    f.store.put_snapshot(f.ns, &prefix, 128, &b.layers()).unwrap();
+    let misuse_before = unsafe { sys::auxstore_misuse_count() };
+    for round in 0..60 {
+        let (mut q, mut d, mut o) = targets(&f.backend);
+        p.scope(|s| match round % 3 {
+            0 => s
+                .start(f.ns, &prefix, [(0, &mut q), (1, &mut d), (2, &mut o)], Default::default())
+                .unwrap()
+                .join()
+                .unwrap(),
+            1 => s.start_with_callback(f.ns, &prefix, [(0, &mut q), (1, &mut d), (2, &mut o)], |r| r.unwrap()).unwrap(),
+            _ => drop(s.start(f.ns, &prefix, [(0, &mut q), (1, &mut d), (2, &mut o)], Default::default()).unwrap()),
+        });
+        assert_eq!(&*d.read().unwrap(), &b.dsa[..], "round {round}");
+        for (name, st) in [("qsa", q), ("dsa", d), ("opaque", o)] {
+            st.release().unwrap_or_else(|e| panic!("round {round}: releasing the {name} target: {e}"));
+        }
+    }
+    assert_eq!(unsafe { sys::auxstore_misuse_count() }, misuse_before);
+}
