@@ -61,6 +61,10 @@ from ._auxstore import (  # noqa: E402,F401
 )
 from ._logsupport import LogRouter, log_to  # noqa: E402,F401
 from ._helpers import DeviceBuffer, Lease, Stream, key_to_prefix  # noqa: E402,F401
+from . import _signatures  # noqa: E402
+from . import connector  # noqa: E402,F401  (import auxstore is enough for auxstore.connector)
+
+_signatures.install(_auxstore)
 
 
 def __getattr__(name):

@@ -18,9 +18,11 @@ class Stream(int):
         return self
 
     def synchronize(self):
+        """Waits for the stream's work (``Backend.synchronize``)."""
         self.backend.synchronize(self)
 
     def destroy(self):
+        """Waits for the stream's work, then destroys it (once; also on exit)."""
         if not self._destroyed and not self.backend.closed:
             self._destroyed = True
             self.backend.destroy_stream(self)
@@ -56,10 +58,13 @@ class DeviceBuffer(int):
         return self.backend.read(self, n, stream=stream, offset=offset)
 
     def read_into(self, dst, *, stream, offset=0, nbytes=None):
+        """Copies into the writable host buffer ``dst`` (``Backend.copy_d2h``);
+        returns ``dst``."""
         self.backend.copy_d2h(dst, self, stream=stream, offset=offset, nbytes=nbytes)
         return dst
 
     def free(self):
+        """Frees the memory (once; also on leaving a ``with`` block)."""
         if not self._freed and not self.backend.closed:
             self._freed = True
             self.backend.free(self)
@@ -132,6 +137,7 @@ def _store_metrics_text(self, pipeline=None, labels=None):
 
 
 def _pipeline_metrics_text(self, labels=None, store=None):
+    """The Prometheus text exposition of this pipeline (and ``store``)."""
     return _auxstore.metrics_text(store, self, labels)
 
 

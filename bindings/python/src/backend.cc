@@ -120,10 +120,13 @@ void RegisterDevice(py::module_& m) {
            "kind: 'auto' (CUDA when built and present, else host), 'host', 'cuda' or "
            "BACKEND_*; device: a CUDA device index (None: the current device).")
       .def("close", &Backend::Close, "Closes it, with its pipelines and states first.")
-      .def_property_readonly("closed", &Backend::closed)
-      .def_property_readonly("kind", &Backend::kind)
-      .def_property_readonly("device", &Backend::device)
-      .def_property_readonly("name", &Backend::name)
+      .def_property_readonly("closed", &Backend::closed,
+                             "True once closed (close(), a `with` block, or its parent closed).")
+      .def_property_readonly("kind", &Backend::kind, "BACKEND_HOST or BACKEND_CUDA.")
+      .def_property_readonly("device", &Backend::device,
+                             "The CUDA device index (-1 on the host backend).")
+      .def_property_readonly("name", &Backend::name,
+                             "The backend's name (\"host\", \"cuda:0\", ...).")
       .def("__enter__", [](std::shared_ptr<Backend> b) { return b; })
       .def("__exit__", [](Backend& b, py::args) { b.Close(); })
       .def("__repr__", [](Backend& b) {
@@ -151,7 +154,7 @@ void RegisterDevice(py::module_& m) {
           Check([&](char** e) { return auxstore_device_free(be, ptr, e); });
         });
       },
-      py::arg("ptr"));
+      py::arg("ptr"), "Frees memory from alloc().");
   backend.def(
       "copy_h2d",
       [](Backend& b, uint64_t ptr, py::handle src, uint64_t stream, uint64_t offset) {

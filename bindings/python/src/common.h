@@ -31,5 +31,6 @@ void RegisterStates(py::module_& m, BackendClass& backend);  // state.cc
 void RegisterPipeline(py::module_& m);                       // pipeline_bind.cc
 void RegisterRestores(PipelineClass& pipeline);              // restore_bind.cc
 void RegisterRestoreHandle(py::module_& m);                  // restore_bind.cc
+void RegisterIntrospection(py::module_& m);                  // introspection.cc
 
 }  // namespace auxpy

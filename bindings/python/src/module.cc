@@ -50,6 +50,7 @@ PYBIND11_MODULE(_auxstore, m) {
   auxpy::RegisterStore(m);
   auxpy::RegisterDevice(m);
   auxpy::RegisterPipeline(m);
+  auxpy::RegisterIntrospection(m);
 
   // From atexit on, auxstore's threads stop calling into Python (log records
   // are dropped, futures of restores still running are left pending).

@@ -87,7 +87,7 @@ void RegisterPipeline(py::module_& m) {
                                    s.restore_throughput_mibps,
                                    s.restore_throughput_mibps + AUXSTORE_THROUGHPUT_BUCKETS);
                              })
-      .def("as_dict", &PipelineStatsDict)
+      .def("as_dict", &PipelineStatsDict, "The counters as a dict {field: value}.")
       .def("__repr__", [](const auxstore_pipeline_stats_t& s) {
         return "PipelineStats(" + py::repr(PipelineStatsDict(s)).cast<std::string>() + ")";
       });
@@ -133,10 +133,14 @@ void RegisterPipeline(py::module_& m) {
       py::arg("snapshot_bytes") = py::none(),
       "Options left None take auxstore_pipeline_options_init's defaults (staging_bytes at "
       "least the store's chunk size).");
-  pipeline.def("close", &Pipeline::Close)
-      .def_property_readonly("closed", &Pipeline::closed)
-      .def_property_readonly("store", &Pipeline::store)
-      .def_property_readonly("backend", &Pipeline::backend)
+  pipeline
+      .def("close", &Pipeline::Close,
+           "Closes it: releases its restore handles, then waits for running restores and accepted "
+           "snapshots. Idempotent.")
+      .def_property_readonly("closed", &Pipeline::closed,
+                             "True once closed (close(), a `with` block, or its parent closed).")
+      .def_property_readonly("store", &Pipeline::store, "The Store it was created over.")
+      .def_property_readonly("backend", &Pipeline::backend, "The Backend it was created over.")
       .def("__enter__", [](std::shared_ptr<Pipeline> p) { return p; })
       .def("__exit__", [](Pipeline& p, py::args) { p.Close(); })
       .def("__repr__",
@@ -151,15 +155,17 @@ void RegisterPipeline(py::module_& m) {
             return p.With([](auxstore_pipeline_t* x) { return auxstore_pipeline_stream(x); });
           },
           "The pipeline's own stream (restores started without a stream run on it).")
-      .def("stats",
-           [](Pipeline& p) {
-             auxstore_pipeline_stats_t s{};
-             py::gil_scoped_release release;
-             p.With([&](auxstore_pipeline_t* x) {
-               Check([&](char** e) { return auxstore_pipeline_stats(x, &s, e); });
-             });
-             return s;
-           })
+      .def(
+          "stats",
+          [](Pipeline& p) {
+            auxstore_pipeline_stats_t s{};
+            py::gil_scoped_release release;
+            p.With([&](auxstore_pipeline_t* x) {
+              Check([&](char** e) { return auxstore_pipeline_stats(x, &s, e); });
+            });
+            return s;
+          },
+          "The pipeline's counters and histograms (a PipelineStats).")
       .def(
           "flush",
           [](Pipeline& p) {

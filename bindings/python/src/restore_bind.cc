@@ -167,9 +167,10 @@ void RegisterRestoreHandle(py::module_& m) {
       m, "RestoreHandle",
       "A running restore (auxstore_restore_handle_t). A context manager: release on exit (a "
       "restore still running goes on; its targets stay owned by it until it is done).")
-      .def("close", &RestoreHandle::Close)
-      .def("release", &RestoreHandle::Close)
-      .def_property_readonly("closed", &RestoreHandle::closed)
+      .def("close", &RestoreHandle::Close, "Releases the handle (the restore goes on). Idempotent.")
+      .def("release", &RestoreHandle::Close, "The same as close().")
+      .def_property_readonly("closed", &RestoreHandle::closed,
+                             "True once closed (close(), a `with` block, or its parent closed).")
       .def("__enter__", [](std::shared_ptr<RestoreHandle> h) { return h; })
       .def("__exit__", [](RestoreHandle& h, py::args) { h.Close(); })
       .def_property_readonly(
@@ -197,19 +198,22 @@ void RegisterRestoreHandle(py::module_& m) {
             });
           },
           "Waits until done (GIL released); raises the restore's error.")
-      .def("poll",
-           [](RestoreHandle& h) {
-             py::gil_scoped_release release;
-             return h.With(
-                 [](auxstore_restore_handle_t* x) { return auxstore_restore_poll(x) == 1; });
-           })
-      .def_property_readonly("done",
-                             [](RestoreHandle& h) {
-                               py::gil_scoped_release release;
-                               return h.With([](auxstore_restore_handle_t* x) {
-                                 return auxstore_restore_poll(x) == 1;
-                               });
-                             })
+      .def(
+          "poll",
+          [](RestoreHandle& h) {
+            py::gil_scoped_release release;
+            return h.With(
+                [](auxstore_restore_handle_t* x) { return auxstore_restore_poll(x) == 1; });
+          },
+          "True once the restore is done (succeeded, failed or cancelled); never blocks.")
+      .def_property_readonly(
+          "done",
+          [](RestoreHandle& h) {
+            py::gil_scoped_release release;
+            return h.With(
+                [](auxstore_restore_handle_t* x) { return auxstore_restore_poll(x) == 1; });
+          },
+          "poll() as a property.")
       .def(
           "cancel",
           [](RestoreHandle& h) {
@@ -225,7 +229,7 @@ void RegisterRestoreHandle(py::module_& m) {
               return auxstore_restore_layer_done(x, layer) == 1;
             });
           },
-          py::arg("layer"))
+          py::arg("layer"), "True once `layer`'s bytes are on the device; never blocks.")
       .def(
           "wait_layer",
           [](RestoreHandle& h, uint32_t layer) {
@@ -261,7 +265,8 @@ void RegisterRestoreHandle(py::module_& m) {
               Check([&](char** e) { return auxstore_restore_stream_wait_all(x, stream, e); });
             });
           },
-          py::arg("stream"))
+          py::arg("stream"),
+          "Makes the engine's `stream` wait on the device for every layer of the restore.")
       .def(
           "layers_done",
           [](RestoreHandle& h) {

@@ -100,96 +100,17 @@ std::unique_lock<std::mutex> State::LockIdle(auxstore_state_t** out) {
 // ---- bindings ------------------------------------------------------------------------
 
 void RegisterStates(py::module_& m, BackendClass& backend) {
-  // States auxstore allocates.
-  backend.def(
-      "qsa_state",
-      [](std::shared_ptr<Backend> b, const auxstore_geometry_t& g, py::handle k_pool_k,
-         py::handle k_norm_w) {
-        Buffer q(k_pool_k, false, "k_pool_k"), w(k_norm_w, false, "k_norm_w");
-        if (q.len() < size_t{g.qsa_hd} * 2 || w.len() < size_t{g.qsa_hd} * 2) {
-          throw py::value_error("k_pool_k and k_norm_w must hold qsa_hd bf16 values each");
-        }
-        return NewState(b, [&](auxstore_backend_t* be, auxstore_state_t** out, char** e) {
-          return auxstore_qsa_state_create(be, &g, q.ptr(), w.ptr(), out, e);
-        });
-      },
-      py::arg("geometry"), py::arg("k_pool_k"), py::arg("k_norm_w"),
-      "A fresh QSA state; the layer weights (host buffers of qsa_hd bf16 each) are copied to "
-      "the device.");
-  backend.def(
-      "dsa_state",
-      [](std::shared_ptr<Backend> b, const auxstore_geometry_t& g) {
-        return NewState(b, [&](auxstore_backend_t* be, auxstore_state_t** out, char** e) {
-          return auxstore_dsa_state_create(be, &g, out, e);
-        });
-      },
-      py::arg("geometry"), "A fresh DSA state.");
-  backend.def(
-      "opaque_state",
-      [](std::shared_ptr<Backend> b, py::handle capacity_arg) {
-        const uint64_t capacity = ToBytes(capacity_arg, "capacity");
-        return NewState(b, [&](auxstore_backend_t* be, auxstore_state_t** out, char** e) {
-          return auxstore_opaque_state_create(be, capacity, out, e);
-        });
-      },
-      py::arg("capacity"), "A fresh opaque state holding up to `capacity` bytes.");
-
-  // Engine-owned (borrowed) states: the buffers are integer device addresses.
-  backend.def(
-      "borrow_qsa",
-      [](std::shared_ptr<Backend> b, const auxstore_geometry_t& g, uint64_t raw_keys,
-         uint64_t raw_keys_bytes, uint64_t block_keys, uint64_t block_keys_bytes, uint64_t k_pool_k,
-         uint64_t k_norm_w, uint64_t ingested, uint64_t pooled) {
-        CheckBytes(raw_keys_bytes, "raw_keys_bytes");
-        CheckBytes(block_keys_bytes, "block_keys_bytes");
-        const auxstore_qsa_buffers_t buf{raw_keys,         raw_keys_bytes, block_keys,
-                                         block_keys_bytes, k_pool_k,       k_norm_w};
-        return NewState(b, [&](auxstore_backend_t* be, auxstore_state_t** out, char** e) {
-          return auxstore_qsa_state_borrow(be, &g, &buf, ingested, pooled, out, e);
-        });
-      },
-      py::arg("geometry"), py::kw_only(), py::arg("raw_keys"), py::arg("raw_keys_bytes"),
-      py::arg("block_keys"), py::arg("block_keys_bytes"), py::arg("k_pool_k"), py::arg("k_norm_w"),
-      py::arg("ingested") = 0, py::arg("pooled") = 0,
-      "Wraps the engine's QSA buffers (device addresses) and counters; auxstore never frees "
-      "them.");
-  backend.def(
-      "borrow_dsa",
-      [](std::shared_ptr<Backend> b, const auxstore_geometry_t& g, uint64_t capacity_rows,
-         uint64_t k_normed, uint64_t k_normed_bytes, uint64_t gate, uint64_t gate_bytes,
-         uint64_t valid, uint64_t valid_bytes, uint64_t len) {
-        CheckBytes(k_normed_bytes, "k_normed_bytes");
-        CheckBytes(gate_bytes, "gate_bytes");
-        CheckBytes(valid_bytes, "valid_bytes");
-        const auxstore_dsa_buffers_t buf{capacity_rows, k_normed, k_normed_bytes, gate,
-                                         gate_bytes,    valid,    valid_bytes};
-        return NewState(b, [&](auxstore_backend_t* be, auxstore_state_t** out, char** e) {
-          return auxstore_dsa_state_borrow(be, &g, &buf, len, out, e);
-        });
-      },
-      py::arg("geometry"), py::kw_only(), py::arg("capacity_rows"), py::arg("k_normed"),
-      py::arg("k_normed_bytes"), py::arg("gate"), py::arg("gate_bytes"), py::arg("valid"),
-      py::arg("valid_bytes"), py::arg("len") = 0, "Wraps the engine's DSA buffers.");
-  backend.def(
-      "borrow_opaque",
-      [](std::shared_ptr<Backend> b, uint64_t buffer, uint64_t capacity, uint64_t size) {
-        CheckBytes(capacity, "capacity");
-        CheckBytes(size, "size");
-        return NewState(b, [&](auxstore_backend_t* be, auxstore_state_t** out, char** e) {
-          return auxstore_opaque_state_borrow(be, buffer, capacity, size, out, e);
-        });
-      },
-      py::arg("buffer"), py::kw_only(), py::arg("capacity"), py::arg("size") = 0,
-      "Wraps the engine's opaque buffer.");
-
   py::class_<State, std::shared_ptr<State>>(
       m, "State",
       "One layer's device state (auxstore_state_t). A context manager: release() on exit "
       "(frees auxstore's device memory; an engine-owned state's buffers stay the engine's). "
       "While it is a running restore's target, every call on it waits for the restore.")
-      .def("release", &State::Close)
-      .def("close", &State::Close)
-      .def_property_readonly("closed", &State::closed)
+      .def("release", &State::Close,
+           "Releases the state (frees auxstore's device memory; an engine-owned state's buffers "
+           "stay the engine's), waiting for a restore that targets it. Idempotent.")
+      .def("close", &State::Close, "The same as release().")
+      .def_property_readonly("closed", &State::closed,
+                             "True once closed (close(), a `with` block, or its parent closed).")
       .def("__enter__", [](std::shared_ptr<State> s) { return s; })
       .def("__exit__", [](State& s, py::args) { s.Close(); })
       .def_property_readonly(
@@ -197,7 +118,8 @@ void RegisterStates(py::module_& m, BackendClass& backend) {
           [](State& s) {
             py::gil_scoped_release release;
             return s.With([](auxstore_state_t* st) { return auxstore_state_kind(st); });
-          })
+          },
+          "KIND_QSA, KIND_DSA or KIND_OPAQUE.")
       .def_property_readonly(
           "kind_name",
           [](State& s) {
@@ -207,13 +129,15 @@ void RegisterStates(py::module_& m, BackendClass& backend) {
               k = s.With([](auxstore_state_t* st) { return auxstore_state_kind(st); });
             }
             return std::string(KindName(k));
-          })
+          },
+          "\"qsa\", \"dsa\" or \"opaque\".")
       .def_property_readonly(
           "borrowed",
           [](State& s) {
             py::gil_scoped_release release;
             return s.With([](auxstore_state_t* st) { return auxstore_state_is_borrowed(st) == 1; });
-          })
+          },
+          "True for an engine-owned state (borrow_*): auxstore never frees its buffers.")
       .def_property_readonly(
           "buffers",
           [](State& s) {
@@ -297,6 +221,88 @@ void RegisterStates(py::module_& m, BackendClass& backend) {
         if (s.closed()) return std::string("<auxstore.State closed>");
         return std::string("<auxstore.State>");
       });
+
+  // States auxstore allocates.
+  backend.def(
+      "qsa_state",
+      [](std::shared_ptr<Backend> b, const auxstore_geometry_t& g, py::handle k_pool_k,
+         py::handle k_norm_w) {
+        Buffer q(k_pool_k, false, "k_pool_k"), w(k_norm_w, false, "k_norm_w");
+        if (q.len() < size_t{g.qsa_hd} * 2 || w.len() < size_t{g.qsa_hd} * 2) {
+          throw py::value_error("k_pool_k and k_norm_w must hold qsa_hd bf16 values each");
+        }
+        return NewState(b, [&](auxstore_backend_t* be, auxstore_state_t** out, char** e) {
+          return auxstore_qsa_state_create(be, &g, q.ptr(), w.ptr(), out, e);
+        });
+      },
+      py::arg("geometry"), py::arg("k_pool_k"), py::arg("k_norm_w"),
+      "A fresh QSA state; the layer weights (host buffers of qsa_hd bf16 each) are copied to "
+      "the device.");
+  backend.def(
+      "dsa_state",
+      [](std::shared_ptr<Backend> b, const auxstore_geometry_t& g) {
+        return NewState(b, [&](auxstore_backend_t* be, auxstore_state_t** out, char** e) {
+          return auxstore_dsa_state_create(be, &g, out, e);
+        });
+      },
+      py::arg("geometry"), "A fresh DSA state.");
+  backend.def(
+      "opaque_state",
+      [](std::shared_ptr<Backend> b, py::handle capacity_arg) {
+        const uint64_t capacity = ToBytes(capacity_arg, "capacity");
+        return NewState(b, [&](auxstore_backend_t* be, auxstore_state_t** out, char** e) {
+          return auxstore_opaque_state_create(be, capacity, out, e);
+        });
+      },
+      py::arg("capacity"), "A fresh opaque state holding up to `capacity` bytes.");
+
+  // Engine-owned (borrowed) states: the buffers are integer device addresses.
+  backend.def(
+      "borrow_qsa",
+      [](std::shared_ptr<Backend> b, const auxstore_geometry_t& g, uint64_t raw_keys,
+         uint64_t raw_keys_bytes, uint64_t block_keys, uint64_t block_keys_bytes, uint64_t k_pool_k,
+         uint64_t k_norm_w, uint64_t ingested, uint64_t pooled) {
+        CheckBytes(raw_keys_bytes, "raw_keys_bytes");
+        CheckBytes(block_keys_bytes, "block_keys_bytes");
+        const auxstore_qsa_buffers_t buf{raw_keys,         raw_keys_bytes, block_keys,
+                                         block_keys_bytes, k_pool_k,       k_norm_w};
+        return NewState(b, [&](auxstore_backend_t* be, auxstore_state_t** out, char** e) {
+          return auxstore_qsa_state_borrow(be, &g, &buf, ingested, pooled, out, e);
+        });
+      },
+      py::arg("geometry"), py::kw_only(), py::arg("raw_keys"), py::arg("raw_keys_bytes"),
+      py::arg("block_keys"), py::arg("block_keys_bytes"), py::arg("k_pool_k"), py::arg("k_norm_w"),
+      py::arg("ingested") = 0, py::arg("pooled") = 0,
+      "Wraps the engine's QSA buffers (device addresses) and counters; auxstore never frees "
+      "them.");
+  backend.def(
+      "borrow_dsa",
+      [](std::shared_ptr<Backend> b, const auxstore_geometry_t& g, uint64_t capacity_rows,
+         uint64_t k_normed, uint64_t k_normed_bytes, uint64_t gate, uint64_t gate_bytes,
+         uint64_t valid, uint64_t valid_bytes, uint64_t len) {
+        CheckBytes(k_normed_bytes, "k_normed_bytes");
+        CheckBytes(gate_bytes, "gate_bytes");
+        CheckBytes(valid_bytes, "valid_bytes");
+        const auxstore_dsa_buffers_t buf{capacity_rows, k_normed, k_normed_bytes, gate,
+                                         gate_bytes,    valid,    valid_bytes};
+        return NewState(b, [&](auxstore_backend_t* be, auxstore_state_t** out, char** e) {
+          return auxstore_dsa_state_borrow(be, &g, &buf, len, out, e);
+        });
+      },
+      py::arg("geometry"), py::kw_only(), py::arg("capacity_rows"), py::arg("k_normed"),
+      py::arg("k_normed_bytes"), py::arg("gate"), py::arg("gate_bytes"), py::arg("valid"),
+      py::arg("valid_bytes"), py::arg("len") = 0, "Wraps the engine's DSA buffers.");
+  backend.def(
+      "borrow_opaque",
+      [](std::shared_ptr<Backend> b, uint64_t buffer, uint64_t capacity, uint64_t size) {
+        CheckBytes(capacity, "capacity");
+        CheckBytes(size, "size");
+        return NewState(b, [&](auxstore_backend_t* be, auxstore_state_t** out, char** e) {
+          return auxstore_opaque_state_borrow(be, buffer, capacity, size, out, e);
+        });
+      },
+      py::arg("buffer"), py::kw_only(), py::arg("capacity"), py::arg("size") = 0,
+      "Wraps the engine's opaque buffer.");
 }
 
 }  // namespace auxpy

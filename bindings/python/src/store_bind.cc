@@ -102,10 +102,12 @@ void RegisterStore(py::module_& m) {
            "(level, source, message) or a logging.Logger receiving auxstore's and RocksDB's "
            "log records at `log_level` and above, from any thread.")
       .def("close", &Store::Close, "Closes the store (its pipelines first). Idempotent.")
-      .def_property_readonly("closed", &Store::closed)
-      .def_property_readonly("path", &Store::path)
-      .def_property_readonly("chunk_bytes", &Store::chunk_bytes)
-      .def_property_readonly("read_only", &Store::read_only)
+      .def_property_readonly("closed", &Store::closed,
+                             "True once closed (close(), a `with` block, or its parent closed).")
+      .def_property_readonly("path", &Store::path, "The directory it was opened at.")
+      .def_property_readonly("chunk_bytes", &Store::chunk_bytes,
+                             "The chunk size it was opened with.")
+      .def_property_readonly("read_only", &Store::read_only, "True when opened read-only.")
       .def("__enter__", [](std::shared_ptr<Store> s) { return s; })
       .def("__exit__", [](Store& s, py::args) { s.Close(); })
       .def("__repr__", [](Store& s) {
@@ -113,12 +115,16 @@ void RegisterStore(py::module_& m) {
                (s.closed() ? " closed>" : ">");
       });
 
-  store.def("stats", [](Store& s) {
-    auxstore_stats_t st{};
-    py::gil_scoped_release release;
-    s.With([&](auxstore_t* db) { Check([&](char** e) { return auxstore_stats(db, &st, e); }); });
-    return st;
-  });
+  store.def(
+      "stats",
+      [](Store& s) {
+        auxstore_stats_t st{};
+        py::gil_scoped_release release;
+        s.With(
+            [&](auxstore_t* db) { Check([&](char** e) { return auxstore_stats(db, &st, e); }); });
+        return st;
+      },
+      "The store's counters (a StoreStats).");
 
   RegisterStoreWrites(store);
   RegisterStoreLookups(store);

@@ -169,7 +169,8 @@ void RegisterStoreLookups(StoreClass& store) {
         py::gil_scoped_release release;
         return s.With([&](auxstore_t* db) { return Found(db, ns, ps, nullptr)[0] != 0; });
       },
-      py::arg("ns"), py::arg("prefix"));
+      py::arg("ns"), py::arg("prefix"),
+      "Whether the snapshot (ns, prefix) is stored (counts no hit, changes no recency).");
 
   store.def(
       "count_leading_stored",

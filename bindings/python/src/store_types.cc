@@ -56,7 +56,9 @@ void RegisterStoreTypes(py::module_& m) {
           }),
           py::kw_only(), py::arg("qsa_hd") = 0, py::arg("qsa_max_tokens") = 0,
           py::arg("qsa_ratio") = 0, py::arg("qsa_rot") = 0, py::arg("qsa_theta") = 0.0f,
-          py::arg("qsa_eps") = 0.0f, py::arg("dsa_index_head_dim") = 0, py::arg("dsa_capacity") = 0)
+          py::arg("qsa_eps") = 0.0f, py::arg("dsa_index_head_dim") = 0, py::arg("dsa_capacity") = 0,
+          "A geometry; every field defaults to 0 (qsa_hd 0: no QSA layers, dsa_index_head_dim 0: "
+          "no DSA layers).")
       .def_readwrite("qsa_hd", &auxstore_geometry_t::qsa_hd)
       .def_readwrite("qsa_max_tokens", &auxstore_geometry_t::qsa_max_tokens)
       .def_readwrite("qsa_ratio", &auxstore_geometry_t::qsa_ratio)
@@ -92,12 +94,16 @@ void RegisterStoreTypes(py::module_& m) {
   py::class_<Manifest>(m, "Manifest", "A stored snapshot's manifest.")
       .def_readonly("token_count", &Manifest::token_count)
       .def_readonly("layers", &Manifest::layers)
-      .def("layer", [](const Manifest& mf, uint32_t layer) -> py::object {
-        for (const auto& l : mf.layers) {
-          if (l.layer == layer) return py::cast(l);
-        }
-        return py::none();
-      });
+      .def(
+          "layer",
+          [](const Manifest& mf, uint32_t layer) -> py::object {
+            for (const auto& l : mf.layers) {
+              if (l.layer == layer) return py::cast(l);
+            }
+            return py::none();
+          },
+          py::arg("layer"),
+          "The LayerInfo of `layer`, or None when the snapshot has no such layer.");
 
   py::class_<Match>(m, "Match",
                     "A lookup's hit: `index` (into the candidates, or into the token "
@@ -138,7 +144,7 @@ void RegisterStoreTypes(py::module_& m) {
       .def_property_readonly("index_ready",
                              [](const auxstore_stats_t& s) { return s.index_ready != 0; })
       .def_property_readonly("fenced", [](const auxstore_stats_t& s) { return s.fenced != 0; })
-      .def("as_dict", &StatsDict)
+      .def("as_dict", &StatsDict, "The counters as a dict {field: value}.")
       .def("__repr__", [](const auxstore_stats_t& s) {
         return "StoreStats(" + py::repr(StatsDict(s)).cast<std::string>() + ")";
       });

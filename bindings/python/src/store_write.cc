@@ -206,7 +206,8 @@ void RegisterStoreWrites(StoreClass& store) {
           Check([&](char** e) { return auxstore_erase(db, ns, p.data(), e); });
         });
       },
-      py::arg("ns"), py::arg("prefix"));
+      py::arg("ns"), py::arg("prefix"),
+      "Erases the snapshot (ns, prefix), durably; one not stored is fine (nothing changes).");
 
   store.def(
       "flush",
