@@ -231,6 +231,7 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
                                          " bytes exceed the staging buffers");
         }
       }
+      AUXSTORE_RETURN_IF_ERROR(CheckQsaHeadDim(*target, where));
       const size_t head = target->head_bytes();
       if (e->bytes > 0 && head > e->header.size()) {
         return Status::InvalidArgument(where + ": the target needs a " + std::to_string(head) +
@@ -247,6 +248,24 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
       }
     }
     return Status::Ok();
+  }
+
+  // A QSA blob does not carry its head dim: a target of another head dim
+  // would see a size mismatch (Corruption). The namespace's geometry says
+  // it first, as the DSA header does for DSA: InvalidArgument.
+  Status CheckQsaHeadDim(const SeqState& target, const std::string& where) {
+    if (target.kind() != Kind::kQsa) return Status::Ok();
+    if (!ns_spec_) {
+      AUXSTORE_ASSIGN_OR_RETURN(NamespaceSpec spec, core_.store().GetNamespace(ns_));
+      ns_spec_ = std::move(spec);
+    }
+    const uint32_t want = ns_spec_->qsa.hd;
+    const uint32_t have = static_cast<const QsaSeqState&>(target).layer().geometry.hd;
+    if (want == have) return Status::Ok();
+    return Status::InvalidArgument(where + ": the snapshot's QSA rows have head dim " +
+                                   std::to_string(want) + ", the target's geometry has " +
+                                   std::to_string(have) +
+                                   " — the target was made for a different model geometry");
   }
 
   // ---- 2. stream (one lane per layer in flight) ---------------------------
@@ -457,7 +476,8 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
   RestoreCallback done_;
   const std::chrono::steady_clock::time_point start_;
   Manifest manifest_;
-  std::vector<Layer> layers_;  // fixed after Prepare; each streamed by one lane
+  std::optional<NamespaceSpec> ns_spec_;  // looked up for the first QSA target
+  std::vector<Layer> layers_;             // fixed after Prepare; each streamed by one lane
 
   // Shared by the lanes.
   std::mutex mu_;

@@ -262,9 +262,11 @@ Status DbStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
   if (pieces.empty()) {  // a header alone (or an empty opaque layer)
     Status s = CheckLayerDigest(*entry, hasher.Digest()).WithContext(Where(ns, prefix));
     if (!s.ok()) return QuarantineIf(ns, prefix, SameManifest(SnapshotKey(ns, prefix), m), s);
+    bytes_read_ += entry->header.size();  // bytes_read counts headers too
     return entry->header.empty() ? Status::Ok() : sink(0, entry->header);
   }
   if (!entry->header.empty()) AUXSTORE_RETURN_IF_ERROR(sink(0, entry->header));
+  bytes_read_ += entry->header.size();
   // Reads run up to kReadAhead pieces ahead on the read pool while this
   // thread verifies (envelope and layer digest in one pass) and delivers:
   // cold reads overlap the disk with the CPU work (shared/perf-notes.md:
@@ -355,7 +357,9 @@ Status DbStore::ReadPieceInto(NamespaceId ns, const Prefix& prefix, const Manife
   if (st.ok())
     st = VerifyPiece(ns, prefix, *entry, piece, Bytes(record.value), blob_hash, &dst, nullptr);
   if (!st.ok()) return PieceFailed(ns, prefix, manifest, layer, piece, std::move(st));
-  bytes_read_ += dst.size();
+  // The layer's header (kept in its manifest) counts with its first piece.
+  bytes_read_ +=
+      dst.size() + (piece.blob_offset == entry->header.size() ? entry->header.size() : 0);
   return st;
 }
 
@@ -472,9 +476,18 @@ Result<LeaseId> DbStore::AcquireLease(NamespaceId ns, const Prefix& prefix, uint
 }
 
 Status DbStore::ReleaseLease(LeaseId lease) {
-  if (!index_.RemoveLease(lease)) {
-    return Status::NotFound("lease " + std::to_string(lease) + " is unknown or has expired");
+  const std::optional<std::string> key = index_.RemoveLease(lease, NowUnixMs());
+  if (!key) {
+    return Status::NotFound("lease " + std::to_string(lease) +
+                            " is unknown, released or has expired");
   }
+  // An erase removes a leased snapshot too (store.h): its lease is gone with it.
+  std::string manifest;
+  rocksdb::Status g = db_->Get(rocksdb::ReadOptions(), cf_[kManifests], *key, &manifest);
+  if (g.IsNotFound()) {
+    return Status::NotFound("lease " + std::to_string(lease) + ": its snapshot was erased");
+  }
+  if (!g.ok()) return FromRocks(g, "look up the snapshot of lease " + std::to_string(lease));
   return Status::Ok();
 }
 
@@ -495,7 +508,9 @@ Result<uint64_t> DbStore::ReadLayerInto(NamespaceId ns, const Prefix& prefix, ui
   LayerHasher hasher(m, *entry);
   hasher.Update(entry->header);
   std::copy(entry->header.begin(), entry->header.end(), dst.begin());
-  for (const LayerPiece& piece : PlanPieces(m, *entry)) {
+  const std::vector<LayerPiece> pieces = PlanPieces(m, *entry);
+  if (pieces.empty()) bytes_read_ += entry->header.size();  // else with the first piece
+  for (const LayerPiece& piece : pieces) {
     AUXSTORE_RETURN_IF_ERROR(ReadPieceInto(ns, prefix, m, layer, piece,
                                            dst.subspan(piece.blob_offset, piece.bytes), &hasher));
   }

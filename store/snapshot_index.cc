@@ -152,10 +152,12 @@ uint64_t SnapshotIndex::AddLease(const std::string& key, int64_t now_ms, int64_t
   return id;
 }
 
-bool SnapshotIndex::RemoveLease(uint64_t id) {
+std::optional<std::string> SnapshotIndex::RemoveLease(uint64_t id, int64_t now_ms) {
   std::lock_guard lock(mu_);
   auto it = leases_.find(id);
-  if (it == leases_.end()) return false;
+  if (it == leases_.end()) return std::nullopt;
+  std::optional<std::string> key;
+  if (it->second.expires_ms > now_ms) key = it->second.key;
   auto [b, e] = leases_by_key_.equal_range(it->second.key);
   for (auto k = b; k != e; ++k) {
     if (k->second == id) {
@@ -164,7 +166,7 @@ bool SnapshotIndex::RemoveLease(uint64_t id) {
     }
   }
   leases_.erase(it);
-  return true;
+  return key;
 }
 
 bool SnapshotIndex::Leased(const std::string& key, int64_t now_ms) const {

@@ -62,7 +62,9 @@ class SnapshotIndex {
   // Leases (in memory, this handle only): a leased key is skipped by
   // eviction and expiry until the lease is released or `expires_ms` passes.
   uint64_t AddLease(const std::string& key, int64_t now_ms, int64_t expires_ms);
-  bool RemoveLease(uint64_t id);  // false when unknown or already expired
+  // The leased key, or nullopt when the lease is unknown or already expired
+  // (an expired one is dropped too).
+  std::optional<std::string> RemoveLease(uint64_t id, int64_t now_ms);
   bool Leased(const std::string& key, int64_t now_ms) const;
   size_t leases(int64_t now_ms) const;  // live ones
   // Recency changes since the last call: (key, last_access_ms).

@@ -97,6 +97,8 @@ typedef struct auxstore_stats_t {
   uint64_t snapshots, payload_bytes, hits, misses, puts, duplicate_puts;
   uint64_t evictions, expirations, quarantines, orphans_seen, orphans_removed;
   uint64_t commit_seq, durable_watermark, lost_commits_at_open;
+  /* bytes_read: layer bytes read and verified, each layer's whole blob
+   * (header included), the same bytes a restore's bytes_restored counts. */
   uint64_t bytes_written, bytes_read, capacity_bytes, leases;
   int index_ready; /* 1 once the background LRU index has loaded */
   int fenced;      /* 1 after a failed write: reopen to write again */
@@ -273,7 +275,8 @@ int auxstore_get_layer(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], ui
  * erase still removes a leased snapshot. 0 is no lease. */
 int auxstore_lease_acquire(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], uint64_t lease_ms,
                            uint64_t* lease_out, char** errmsg);
-/* AUXSTORE_NOT_FOUND when the lease is unknown, expired or released. */
+/* AUXSTORE_NOT_FOUND when the lease is unknown, expired or released, or
+ * its snapshot was erased. */
 int auxstore_lease_release(auxstore_t* db, uint64_t lease, char** errmsg);
 
 /* auxstore_longest_prefix that also leases what it found, in one step. */

@@ -112,7 +112,8 @@ struct StoreStats {
   uint64_t durable_watermark = 0;
   uint64_t lost_commits_at_open = 0;  // watermark - recovered, when accept_data_loss
   uint64_t bytes_written = 0;         // layer bytes of the puts made by this handle
-  uint64_t bytes_read = 0;            // layer bytes read and verified by this handle
+  uint64_t bytes_read = 0;            // layer bytes read and verified by this handle,
+                                      // headers included (whole blobs)
   uint64_t capacity_bytes = 0;        // Options::capacity_bytes (0: unlimited)
   uint64_t leases = 0;                // live leases
   bool index_ready = false;           // the background LRU index has loaded

@@ -284,6 +284,143 @@ static void target_twice(void* dir) {
   auxstore_close(e.db);
 }
 
+/* ---- errors and counters as documented ------------------------------------- */
+
+static void put_le64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+enum { QSA_HD = 64, QSA_MAX = 256 };
+
+static auxstore_geometry_t qsa_geometry(uint32_t hd) {
+  auxstore_geometry_t g;
+  memset(&g, 0, sizeof g);
+  g.qsa_hd = hd;
+  g.qsa_max_tokens = QSA_MAX;
+  g.qsa_ratio = 8;
+  g.qsa_rot = 32;
+  g.qsa_theta = 10000.0f;
+  g.qsa_eps = 1e-6f;
+  return g;
+}
+
+static auxstore_state_t* qsa_state(auxstore_backend_t* be, uint32_t hd) {
+  uint16_t w[QSA_HD * 2];
+  memset(w, 0, sizeof w);
+  auxstore_geometry_t g = qsa_geometry(hd);
+  auxstore_state_t* s = NULL;
+  EXPECT(auxstore_qsa_state_create(be, &g, w, w, &s, &g_err), AUXSTORE_OK, "");
+  return s;
+}
+
+/* A QSA snapshot (40 tokens, header + raw keys) at prefix `i` of namespace
+ * hd QSA_HD; its size. */
+static size_t put_qsa(auxstore_t* db, uint64_t ns, int i) {
+  static uint8_t blob[16 + 40 * QSA_HD * 2];
+  put_le64(blob, 40);
+  put_le64(blob + 8, 0);
+  for (size_t k = 16; k < sizeof blob; k += 2) {
+    blob[k] = (uint8_t)k;
+    blob[k + 1] = 0x3f;
+  }
+  auxstore_layer_t l = {0, AUXSTORE_KIND_QSA, blob, sizeof blob};
+  uint8_t p[16];
+  prefix_of(p, i);
+  EXPECT(auxstore_put_snapshot(db, ns, p, 40, 1, &l, &g_err), AUXSTORE_OK, "");
+  return sizeof blob;
+}
+
+/* A QSA restore into a target of another head dim is InvalidArgument, as
+ * the DSA one is (it was Corruption), and quarantines nothing. */
+static void qsa_other_head_dim(void* dir) {
+  auxstore_t* db = open_store(dir);
+  auxstore_geometry_t g = qsa_geometry(QSA_HD);
+  uint64_t ns = 0;
+  EXPECT(auxstore_register_namespace(db, "qsa", &g, &ns, &g_err), AUXSTORE_OK, "");
+  put_qsa(db, ns, 7);
+  auxstore_backend_t* be = NULL;
+  EXPECT(auxstore_backend_create(AUXSTORE_BACKEND_HOST, &be, &g_err), AUXSTORE_OK, "");
+  auxstore_pipeline_t* p = NULL;
+  EXPECT(auxstore_pipeline_create(db, be, &p, &g_err), AUXSTORE_OK, "");
+  auxstore_state_t* narrow = qsa_state(be, QSA_HD / 2);
+  auxstore_restore_target_t t = {0, narrow};
+  uint8_t pre[16];
+  prefix_of(pre, 7);
+  EXPECT(auxstore_restore_wait(p, ns, pre, &t, 1, &g_err), AUXSTORE_INVALID_ARGUMENT,
+         "head dim 64, the target's geometry has 32");
+  /* Not quarantined: a target of the right geometry restores it. */
+  auxstore_state_t* right = qsa_state(be, QSA_HD);
+  t.state = right;
+  EXPECT(auxstore_restore_wait(p, ns, pre, &t, 1, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_state_release(narrow, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_state_release(right, &g_err), AUXSTORE_OK, "");
+  auxstore_pipeline_destroy(p);
+  auxstore_backend_destroy(be);
+  auxstore_close(db);
+}
+
+/* Releasing an expired lease, or the lease of an erased snapshot, is
+ * NotFound as c.h says (both were OK). */
+static void lease_release_not_found(void* dir) {
+  env_t e = open_env(dir);
+  put_opaque(&e, 8, 100);
+  put_opaque(&e, 9, 100);
+  uint8_t p8[16], p9[16];
+  prefix_of(p8, 8);
+  prefix_of(p9, 9);
+  uint64_t expiring = 0, erased = 0, live = 0;
+  EXPECT(auxstore_lease_acquire(e.db, e.ns, p8, 1, &expiring, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_lease_acquire(e.db, e.ns, p9, 600000, &erased, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_lease_acquire(e.db, e.ns, p8, 600000, &live, &g_err), AUXSTORE_OK, "");
+  usleep(20 * 1000); /* past the 1 ms lease: an outcome, not a timing bound */
+  EXPECT(auxstore_lease_release(e.db, expiring, &g_err), AUXSTORE_NOT_FOUND, "has expired");
+  EXPECT(auxstore_erase(e.db, e.ns, p9, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_lease_release(e.db, erased, &g_err), AUXSTORE_NOT_FOUND, "was erased");
+  EXPECT(auxstore_lease_release(e.db, live, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_lease_release(e.db, live, &g_err), AUXSTORE_NOT_FOUND, "released");
+  auxstore_backend_destroy(e.be);
+  auxstore_close(e.db);
+}
+
+/* stats.bytes_read (auxstore_read_bytes_total) and the pipeline's
+ * bytes_restored (auxstore_restored_bytes_total) count the same bytes: the
+ * layers' whole blobs, headers included (the headers were left out of
+ * bytes_read). */
+static void read_bytes_include_headers(void* dir) {
+  auxstore_t* db = open_store(dir);
+  auxstore_geometry_t g = qsa_geometry(QSA_HD);
+  uint64_t ns = 0;
+  EXPECT(auxstore_register_namespace(db, "qsa", &g, &ns, &g_err), AUXSTORE_OK, "");
+  const size_t blob = put_qsa(db, ns, 10);
+  auxstore_backend_t* be = NULL;
+  EXPECT(auxstore_backend_create(AUXSTORE_BACKEND_HOST, &be, &g_err), AUXSTORE_OK, "");
+  auxstore_pipeline_t* p = NULL;
+  EXPECT(auxstore_pipeline_create(db, be, &p, &g_err), AUXSTORE_OK, "");
+  auxstore_state_t* s = qsa_state(be, QSA_HD);
+  auxstore_restore_target_t t = {0, s};
+  uint8_t pre[16];
+  prefix_of(pre, 10);
+  auxstore_stats_t before, after;
+  EXPECT(auxstore_stats(db, &before, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_restore_wait(p, ns, pre, &t, 1, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_stats(db, &after, &g_err), AUXSTORE_OK, "");
+  auxstore_pipeline_stats_t ps;
+  EXPECT(auxstore_pipeline_stats(p, &ps, &g_err), AUXSTORE_OK, "");
+  EXPECT_TRUE(ps.bytes_restored == blob);
+  EXPECT_TRUE(after.bytes_read - before.bytes_read == blob);
+  /* A whole-layer read counts the same. */
+  void* data = NULL;
+  size_t size = 0;
+  EXPECT(auxstore_get_layer(db, ns, pre, 0, &data, &size, &g_err), AUXSTORE_OK, "");
+  auxstore_free(data);
+  EXPECT(auxstore_stats(db, &before, &g_err), AUXSTORE_OK, "");
+  EXPECT_TRUE(size == blob && before.bytes_read - after.bytes_read == blob);
+  EXPECT(auxstore_state_release(s, &g_err), AUXSTORE_OK, "");
+  auxstore_pipeline_destroy(p);
+  auxstore_backend_destroy(be);
+  auxstore_close(db);
+}
+
 /* ---- driver ---------------------------------------------------------------- */
 
 typedef struct {
@@ -303,6 +440,9 @@ static const case_t kCases[] = {
     {"state_outlives_backend", state_outlives_backend},
     {"foreign_handles", foreign_handles},
     {"target_twice", target_twice},
+    {"qsa_other_head_dim", qsa_other_head_dim},
+    {"lease_release_not_found", lease_release_not_found},
+    {"read_bytes_include_headers", read_bytes_include_headers},
 };
 
 int main(int argc, char** argv) {
