@@ -6,6 +6,7 @@ OverflowError naming the argument, and the store verifies afterwards.
 The calls that used to crash the interpreter run in a child process each, so
 one regression cannot hide the others."""
 
+import inspect
 import json
 import os
 import pathlib
@@ -217,3 +218,98 @@ def test_strings_with_nul_refused(tmp_path, store, ns):
         store.register_namespace("model", GEOMETRY, weight_revision="r\x001")
     with pytest.raises(ValueError, match="labels"):
         store.metrics_text(labels='a="b\0"')
+
+
+# Every argument of every public call, given None, a negative int, 2**64, a
+# str with a NUL, an object array or a float, with good values for the other
+# arguments: an exception (TypeError, ValueError, OverflowError or an
+# AuxstoreError) or success, never a crash or pybind11's "Unable to cast".
+# One child process per class; it says which call it is in before each.
+FUZZ_CHILD = CHILD_SETUP.split("result = {")[0] + textwrap.dedent(r'''
+    import inspect
+    buf = be.alloc(64)
+    h = pl.restore_start(ns, P, {2: be.opaque_state(4)}, stream=stream)
+    h.join()
+    objs = {"Store": store, "Backend": be, "Pipeline": pl, "State": state, "RestoreHandle": h,
+            "-": auxstore}
+    good = {"ns": ns, "prefix": P, "token_count": 16, "layers": [(2, "opaque", b"abcd")],
+            "stream": stream, "ptr": buf, "nbytes": 8, "layer": 2, "buffer": bytearray(4),
+            "dests": {2: bytearray(4)}, "targets": {2: be.opaque_state(4)},
+            "sources": {2: state}, "geometry": g, "capacity": 8, "tokens": [1, 2, 3],
+            "block_size": 1, "lease_ms": 10, "lease": 0, "leases": [], "prefixes": [P],
+            "candidates": [P], "items": [], "model_id": "m", "src": b"x", "dst": bytearray(8),
+            "count": 1, "blob": b"", "k_pool_k": bytes(128), "k_norm_w": bytes(128), "salt": 0,
+            "code": 1, "value": "v", "raw_keys": bytes(128), "ingested": 1, "n_blocks": 0}
+    bads = [None, -1, 2**64, "x\0y", np.array([object()] * 4, dtype=object), 1.5]
+    owner = objs[sys.argv[2]]
+    for name in sys.argv[3].split(","):
+        f = getattr(owner, name)
+        params = list(inspect.signature(f).parameters.values())
+        for p in params:
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                continue
+            for b, bad in enumerate(bads):
+                args, kwargs = [], {}
+                for q in params:
+                    if q.kind in (q.VAR_POSITIONAL, q.VAR_KEYWORD):
+                        continue
+                    v = bad if q is p else good.get(
+                        q.name, q.default if q.default is not q.empty else 0)
+                    if q.kind == q.KEYWORD_ONLY:
+                        kwargs[q.name] = v
+                    else:
+                        args.append(v)
+                print(json.dumps({"call": name, "arg": p.name, "bad": b}), flush=True)
+                try:
+                    r = f(*args, **kwargs)
+                    if hasattr(r, "result"):
+                        try:
+                            r.result(timeout=10)
+                        except Exception:
+                            pass
+                    got = "ok"
+                except BaseException as e:
+                    got = type(e).__name__ + ": " + str(e)[:200]
+                    ok = isinstance(e, (TypeError, ValueError, OverflowError,
+                                        auxstore.AuxstoreError))
+                    if not ok or "Unable to cast" in str(e):
+                        print(json.dumps({"bad_exception": got}), flush=True)
+    pl.close(); h.close(); state.close(); be.close(); store.close()
+    print(json.dumps({"done": True}))
+''')
+
+
+def public_methods(cls):
+    skip = {"close", "release", "free", "destroy_stream"}  # tried with bad values only
+    names = []
+    for attr, member in vars(cls).items():
+        if attr.startswith("_") or attr in skip or isinstance(member, property):
+            continue
+        if callable(getattr(cls, attr)):
+            names.append(attr)
+    return sorted(names)
+
+
+@pytest.mark.parametrize("owner", ["Store", "Backend", "Pipeline", "State", "RestoreHandle",
+                                   "-"])
+def test_every_argument_refuses_bad_values_without_crashing(tmp_path, owner):
+    if owner == "-":
+        calls = ["prefix_hash", "token_digest", "metrics_text", "qsa_block_pool_host",
+                 "code_name", "error_for_code", "escape_label_value"]
+    else:
+        calls = public_methods(getattr(auxstore, owner))
+    path = str(tmp_path / "fuzz-store")
+    r = subprocess.run([sys.executable, "-c", FUZZ_CHILD, path, owner, ",".join(calls)],
+                       capture_output=True, text=True, timeout=240)
+    lines = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
+    assert r.returncode == 0, "crashed (rc %d) in %s: %s" % (
+        r.returncode, lines[-1] if lines else None, r.stderr[-2000:])
+    assert lines and lines[-1] == {"done": True}, r.stdout[-2000:]
+    owner_obj = auxstore if owner == "-" else getattr(auxstore, owner)
+    with_args = {c for c in calls if len(inspect.signature(getattr(owner_obj, c)).parameters)
+                 > (0 if owner == "-" else 1)}
+    assert {x["call"] for x in lines if "call" in x} == with_args
+    bad = [(prev, x["bad_exception"]) for prev, x in zip(lines, lines[1:])
+           if "bad_exception" in x]
+    assert not bad, bad
+    verify(path)
