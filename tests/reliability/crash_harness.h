@@ -26,6 +26,12 @@ struct WriterRun {
 WriterRun RunWriter(const std::vector<std::string>& args, std::chrono::milliseconds kill_after,
                     bool kill_before_ready);
 
+// Runs `argv` (argv[0] a path; its stdout to /dev/null) and SIGKILLs it
+// `kill_after` after the start unless it exited first. Returns its exit code,
+// -SIGKILL when it was killed, -signal when a signal killed it otherwise,
+// -1000 when it could not be started.
+int RunKilledAfter(const std::vector<std::string>& argv, std::chrono::milliseconds kill_after);
+
 // The path of the auxstore_crash_writer binary (set at build time).
 std::string CrashWriterPath();
 
