@@ -91,10 +91,11 @@ void InterruptedThenReput(const std::string& reput, Via via) {
   const auto rj = nlohmann::json::parse(rp.out, nullptr, false);
   ASSERT_FALSE(rj.is_discarded()) << "verify --repair --json: " << rp.Describe() << " " << rp.out
                                   << rp.ErrTail();
-  if (rj.contains("repair")) {
-    EXPECT_TRUE(rj["repair"]["removed"].empty())
-        << "`auxstore verify --repair` removed snapshots: " << rj["repair"]["removed"].dump();
-  }
+  EXPECT_TRUE(rp.Exited(0)) << "`auxstore verify --repair`: " << rp.Describe() << " " << rp.out;
+  ASSERT_TRUE(rj.contains("repair") && rj["repair"].contains("removed"))
+      << "`auxstore verify --repair --json` did not say what it removed: " << rp.out;
+  EXPECT_TRUE(rj["repair"]["removed"].empty())
+      << "`auxstore verify --repair` removed snapshots: " << rj["repair"]["removed"].dump();
   ExpectExact(store, reput, "after verify --repair");
   ProcResult c = RunCli({"compact", store});
   EXPECT_TRUE(c.Exited(0)) << "`auxstore compact`: " << c.Describe() << "\n" << c.ErrTail();
@@ -114,8 +115,8 @@ void InterruptedThenReput(const std::string& reput, Via via) {
       via == Via::kCAbi     ? "C ABI"
       : via == Via::kImport ? "import"
                             : "C++ no maintenance",
-      v.exit_code, rj.contains("repair") ? rj["repair"]["removed"].dump().c_str() : "[] (clean)",
-      vj.value("orphan_puts", -1), vj.value("orphan_records", -1));
+      v.exit_code, rj["repair"]["removed"].dump().c_str(), vj.value("orphan_puts", -1),
+      vj.value("orphan_records", -1));
 }
 
 // The C ABI handle runs background maintenance, whose first intent sweep
