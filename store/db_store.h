@@ -246,6 +246,7 @@ class DbStore final : public Store {
   // Rewrites column family `cf` with its intact entries, without its files.
   Status RewriteFamily(int cf, const std::set<std::string>& damaged, RepairReport* out);
   bool RefStillTrue(const rocksdb::Slice& key, const rocksdb::Slice& value);
+  std::vector<std::string> RewriteCandidates(int cf);
   // The run records, refs and page entries the manifests need, where missing.
   Status RebuildDerived(RepairReport* out, bool* changed);
   Result<RunRecord> RebuildRunRecord(NamespaceId ns, const Prefix& prefix, const Manifest& m,

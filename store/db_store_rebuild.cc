@@ -5,9 +5,9 @@
 // mourned: its damage never costs an intact snapshot, and no damaged block
 // is left for `compact` to trip over.
 //
-// Rewriting one column family: every entry still readable in it (read
-// without block checksums, each value checked by its own envelope, which is
-// seeded by its key) is written again, the memtable is flushed, and then
+// Rewriting one column family: every entry still readable in it (blocks
+// that pass their checksums; each value also checked by its own envelope,
+// which is seeded by its key) is written again, the memtable is flushed, and then
 // every file the family had before is dropped (DB::DeleteFile, bottom level
 // first, level 0 oldest first: nothing older is left for a dropped
 // tombstone to uncover). A crash in between leaves both copies, equal; the
@@ -18,7 +18,9 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "format/byte_order.h"
@@ -116,6 +118,49 @@ bool DbStore::RefStillTrue(const rocksdb::Slice& key, const rocksdb::Slice& valu
   return std::find(used.begin(), used.end(), owner) != used.end();
 }
 
+// Keys of column family `cf` the other families name, ascending: where a
+// walk stopped by a damaged block can resume. Refs and page entries need
+// none (RebuildDerived writes every one the manifests need).
+std::vector<std::string> DbStore::RewriteCandidates(int cf) {
+  std::set<std::string> out;
+  auto scan = [&](int from, const std::function<void(rocksdb::Iterator*)>& f) {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(HotReadOptions(), cf_[from]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) f(it.get());
+  };
+  if (cf == kRuns) {
+    scan(kManifests, [&](rocksdb::Iterator* it) {
+      NamespaceId ns = 0;
+      Prefix prefix;
+      if (!ParseSnapshotKey(it->key().ToStringView(), &ns, &prefix)) return;
+      auto m = DecodeManifestRecord(it->key().ToString(), Bytes(it->value()));
+      if (!m.ok()) return;
+      for (PutId put : UsedPuts(*m)) out.insert(PutKey(ns, put));
+    });
+  } else if (cf == kManifests) {
+    scan(kRefs, [&](rocksdb::Iterator* it) { out.insert(it->value().ToString()); });
+    scan(kRecency, [&](rocksdb::Iterator* it) { out.insert(it->key().ToString()); });
+  } else if (cf == kRecords) {
+    scan(kRuns, [&](rocksdb::Iterator* it) {
+      NamespaceId ns = 0;
+      PutId put = 0;
+      if (!ParsePutKey(it->key().ToStringView(), &ns, &put)) return;
+      auto rec = DecodeRunRecordValue(it->key().ToString(), Bytes(it->value()));
+      if (!rec.ok()) return;
+      for (const RunLayer& rl : rec->layers) {
+        for (size_t a = 0; a < rl.arrays.size(); ++a) {
+          const uint64_t stream = uint64_t{rl.pages} * rec->page_tokens * rl.arrays[a].row_bytes +
+                                  rl.arrays[a].tail_bytes;
+          const uint32_t chunks = ChunkCount(stream, rec->chunk_bytes);
+          for (uint32_t c = 0; c < chunks; ++c) {
+            out.insert(RecordKey(ns, put, rl.layer, static_cast<uint8_t>(a), c));
+          }
+        }
+      }
+    });
+  }
+  return {out.begin(), out.end()};
+}
+
 Status DbStore::RewriteFamily(int cf, const std::set<std::string>& damaged, RepairReport* out) {
   rocksdb::ColumnFamilyHandle* h = cf_[cf];
   const std::string name = setup_.cfs[cf].name;
@@ -133,28 +178,27 @@ Status DbStore::RewriteFamily(int cf, const std::set<std::string>& damaged, Repa
   }
   uint64_t kept = 0, dropped = 0;
   {
-    rocksdb::ReadOptions ro;
-    ro.verify_checksums = false;  // each value is checked on its own below
+    // Block checksums stay on: a damaged block is never parsed (RocksDB's
+    // parser may abort on one). The walk resumes past it at the next key
+    // the other families name (RewriteCandidates) that reads.
+    rocksdb::ReadOptions ro = HotReadOptions();
     ro.fill_cache = false;
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, h));
     rocksdb::WriteBatch batch;
     std::string last;
+    std::optional<std::vector<std::string>> candidates;
+    std::set<std::string> kept_keys;  // manifests only: the snapshots that stay
+    size_t next = 0;
     for (it->SeekToFirst();;) {
       for (; it->Valid(); it->Next()) {
         last = it->key().ToString();
         if (!EntryIntact(cf, it->key(), it->value()) ||
             (cf == kRefs && !RefStillTrue(it->key(), it->value()))) {
           ++dropped;
-          if (cf == kManifests) {
-            CorruptSnapshot c;
-            if (ParseSnapshotKey(last, &c.ns, &c.prefix)) {
-              c.why = "Corruption: its manifest record is damaged";
-              out->removed.push_back(std::move(c));
-            }
-          }
           continue;
         }
         ++kept;
+        if (cf == kManifests) kept_keys.insert(last);
         (void)batch.Put(h, it->key(), it->value());
         if (batch.GetDataSize() >= kRewriteBatchBytes) {
           AUXSTORE_RETURN_IF_ERROR(
@@ -163,21 +207,27 @@ Status DbStore::RewriteFamily(int cf, const std::set<std::string>& damaged, Repa
         }
       }
       if (it->status().ok()) break;
-      // A block too damaged to parse: go on after the damaged file holding it.
-      std::string resume;
-      for (const auto& f : before) {
-        if (damaged.count(f.name) && f.smallestkey <= last && last <= f.largestkey &&
-            f.largestkey + '\0' > resume) {
-          resume = f.largestkey + '\0';
-        }
+      ++dropped;  // at least one entry, in the damaged block
+      if (!candidates) candidates = RewriteCandidates(cf);
+      bool resumed = false;
+      while (!resumed && next < candidates->size()) {
+        const std::string& c = (*candidates)[next++];
+        if (c <= last) continue;
+        it->Seek(c);
+        resumed = it->status().ok();
       }
-      out->not_repaired.push_back("entries of " + name +
-                                  " in a block too damaged to parse were lost (" +
-                                  it->status().ToString() + ")");
-      if (resume.empty() || resume <= last) break;
-      it->Seek(resume);
+      if (!resumed) break;
     }
     AUXSTORE_RETURN_IF_ERROR(Guard(db_->Write(rocksdb::WriteOptions(), &batch), "rewrite " + name));
+    // Snapshots whose manifest sat in a damaged block (named by their refs).
+    for (const std::string& key : candidates ? *candidates : std::vector<std::string>()) {
+      CorruptSnapshot c;
+      if (cf != kManifests || kept_keys.count(key) || !ParseSnapshotKey(key, &c.ns, &c.prefix)) {
+        continue;
+      }
+      c.why = "Corruption: its manifest record is in a damaged block";
+      out->removed.push_back(std::move(c));
+    }
   }
   AUXSTORE_RETURN_IF_ERROR(Guard(db_->FlushWAL(true), "sync the rewrite of " + name));
   rocksdb::FlushOptions fo;
