@@ -40,8 +40,13 @@ def main(argv):
                 s.put(ns, bytes([i]) * 16, 16, [(0, "opaque", bytes(1000 + i))])
         out = subprocess.run([cli, "stats", path, "--prometheus", "-"], check=True,
                              capture_output=True, text=True).stdout
-        families = {f.name: f for f in text_string_to_metric_families(out)}
+        parsed = list(text_string_to_metric_families(out))
+        families = {f.name: f for f in parsed}
         problems = []
+        if len(families) != len(parsed):  # two TYPE lines naming one family
+            names = [f.name for f in parsed]
+            problems.append("clashing families: %s"
+                            % sorted({n for n in names if names.count(n) > 1}))
         for name, typ in STORE_FAMILIES.items():
             if name not in families:
                 problems.append("missing %s" % name)
