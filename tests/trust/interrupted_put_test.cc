@@ -122,21 +122,28 @@ void InterruptedThenReput(const std::string& reput, Via via) {
 // The C ABI handle runs background maintenance, whose first intent sweep
 // races the re-put (and usually wins, hiding the orphan); the C++ API with
 // background_maintenance off and `auxstore import` have no such sweep.
-TEST(TrustInterruptedPut, ReputIngestedThroughCAbiIsClean) {
-  InterruptedThenReput("bigB", Via::kCAbi);
+// Each case: the profile re-put ("bigB" is ingested as an SST, "smallB" goes
+// through the WAL) and the way it is re-put.
+struct ReputCase {
+  const char* profile;
+  Via via;
+  const char* name;
+};
+
+class TrustInterruptedPut : public ::testing::TestWithParam<ReputCase> {};
+
+TEST_P(TrustInterruptedPut, ReputIsClean) {
+  InterruptedThenReput(GetParam().profile, GetParam().via);
 }
-TEST(TrustInterruptedPut, ReputThroughTheWalThroughCAbiIsClean) {
-  InterruptedThenReput("smallB", Via::kCAbi);
-}
-TEST(TrustInterruptedPut, ReputIngestedThroughCxxApiWithoutMaintenanceIsClean) {
-  InterruptedThenReput("bigB", Via::kCxxNoMaintenance);
-}
-TEST(TrustInterruptedPut, ReputThroughTheWalThroughCxxApiWithoutMaintenanceIsClean) {
-  InterruptedThenReput("smallB", Via::kCxxNoMaintenance);
-}
-TEST(TrustInterruptedPut, ReputByAuxstoreImportIsClean) {
-  InterruptedThenReput("bigB", Via::kImport);
-}
+
+INSTANTIATE_TEST_SUITE_P(
+    Reputs, TrustInterruptedPut,
+    ::testing::Values(ReputCase{"bigB", Via::kCAbi, "IngestedThroughCAbi"},
+                      ReputCase{"smallB", Via::kCAbi, "ThroughTheWalThroughCAbi"},
+                      ReputCase{"bigB", Via::kCxxNoMaintenance, "IngestedThroughCxxApi"},
+                      ReputCase{"smallB", Via::kCxxNoMaintenance, "ThroughTheWalThroughCxxApi"},
+                      ReputCase{"bigB", Via::kImport, "ByAuxstoreImport"}),
+    [](const ::testing::TestParamInfo<ReputCase>& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace auxstore::trust
