@@ -12,7 +12,8 @@ docstring itself is kept, typed line included) and gives each class a
 import ast
 import inspect
 
-_SKIP_DUNDERS = {"__init__", "__enter__", "__exit__", "__repr__", "__len__"}
+# The dunders that get a text signature too (other _names are private).
+_DUNDERS = {"__init__", "__enter__", "__exit__", "__repr__", "__len__"}
 
 
 def split_params(text):
@@ -100,7 +101,7 @@ def install(module):
             continue
         if isinstance(obj, type) and obj.__module__ == module.__name__:
             for attr, member in list(vars(obj).items()):
-                if attr.startswith("_") and attr not in _SKIP_DUNDERS:
+                if attr.startswith("_") and attr not in _DUNDERS:
                     continue
                 func = getattr(member, "__func__", member)  # pybind11's instancemethod
                 if type(func).__name__ == "builtin_function_or_method":
