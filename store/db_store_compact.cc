@@ -3,7 +3,8 @@
 // (one commit, then the unused puts' records), removes what a crash left
 // unreferenced (records without a run record, run records nobody refs,
 // stale refs and page entries), then rewrites every column family's bottom
-// level so erased bytes leave the disk.
+// level so erased bytes leave the disk. A store with a damaged SST is
+// refused before anything changes: `verify --repair` rewrites around it.
 #include <rocksdb/convenience.h>
 
 #include <algorithm>
@@ -171,6 +172,21 @@ Status DbStore::RemoveOrphans(CompactReport* report) {
 
 Result<CompactReport> DbStore::Compact(const CompactOptions& o) {
   AUXSTORE_RETURN_IF_ERROR(CheckWritable());
+  // A compaction would stop at a damaged block (and RocksDB would stop all
+  // writes): refuse before changing anything, and say what fixes it.
+  AUXSTORE_ASSIGN_OR_RETURN(auto damaged, DamagedFiles());
+  if (!damaged.empty()) {
+    std::string files;
+    for (const auto& [cf, names] : damaged) {
+      for (const std::string& f : names) {
+        files += (files.empty() ? "" : ", ") + f.substr(f.find_first_not_of('/')) + " (" +
+                 setup_.cfs[cf].name + ")";
+      }
+    }
+    return Status::Corruption("compact changed nothing: " + files +
+                              " failed block checksums; run `auxstore verify --repair` first "
+                              "(it rewrites the damaged column family around the damage)");
+  }
   WaitForIndex();  // the budgets and the totals come from the snapshot index
   CompactReport r;
   r.disk_bytes_before = DiskBytes();

@@ -168,6 +168,11 @@ void DamageAndRepair(const std::string& cf) {
     EXPECT_TRUE(failed_before.count(p)) << "verify called the intact snapshot " << p << " corrupt";
   }
 
+  // Before the repair, compact refuses, changes nothing and says what to run.
+  ProcResult c0 = RunCli({"compact", dir});
+  EXPECT_TRUE(c0.Exited(2)) << "compact of a damaged store: " << c0.Describe();
+  EXPECT_NE(c0.err.find("verify --repair"), std::string::npos) << c0.ErrTail();
+
   ProcResult rep = RunCli({"verify", "--repair", "--json", dir});
   EXPECT_TRUE(rep.Exited(0) || rep.Exited(1)) << "repair " << rep.Describe() << rep.ErrTail();
   const nlohmann::json rj = Json(rep);
