@@ -66,7 +66,8 @@ Result<std::shared_ptr<auxstore_pipeline_t>> CheckRestore(const auxstore_pipelin
 
 Status Snapshot(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t prefix[16],
                 uint64_t token_count, const auxstore_snapshot_source_t* sources, size_t n,
-                uint64_t stream, const auxstore_put_options_t* options) {
+                uint64_t stream, const auxstore_put_options_t* options,
+                auxstore_snapshot_done_fn done = nullptr, void* done_arg = nullptr) {
   AUXSTORE_ASSIGN_OR_RETURN(const auto p, Live(pipeline, "pipeline"));
   AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
   if (n == 0) return Status::InvalidArgument("no snapshot sources (n is 0)");
@@ -105,6 +106,13 @@ Status Snapshot(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t prefix
       o.block_chain.push_back(auxstore::capi::ToPrefix(options->block_chain[i]));
     }
     o.block_size = options->block_size;
+  }
+  if (done != nullptr) {
+    auxstore::Prefix pre = auxstore::capi::ToPrefix(prefix);
+    o.done = [done, done_arg, pre](Status st) {
+      done(done_arg, pre.bytes.data(), static_cast<int>(st.code()),
+           st.ok() ? nullptr : st.message().c_str());
+    };
   }
   return p->pipeline->Snapshot(ns, auxstore::capi::ToPrefix(prefix), token_count, map, stream,
                                std::move(o));
@@ -213,6 +221,17 @@ int auxstore_snapshot_ex(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8
                          uint64_t stream, const auxstore_put_options_t* options, char** errmsg) {
   return Guard(__func__, errmsg, [&] {
     return Snapshot(pipeline, ns, prefix, token_count, sources, n, stream, options);
+  });
+}
+
+int auxstore_snapshot_with_done(auxstore_pipeline_t* pipeline, uint64_t ns,
+                                const uint8_t prefix[16], uint64_t token_count,
+                                const auxstore_snapshot_source_t* sources, size_t n,
+                                uint64_t stream, const auxstore_put_options_t* options,
+                                auxstore_snapshot_done_fn done, void* arg, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_RETURN_IF_ERROR(NotNull(reinterpret_cast<const void*>(done), "done"));
+    return Snapshot(pipeline, ns, prefix, token_count, sources, n, stream, options, done, arg);
   });
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "auxstore/blob_codecs.h"
 #include "pipeline/pipeline_core.h"
 
 namespace auxstore {
@@ -30,6 +31,8 @@ void WriteSnapshot(GpuPipeline::Core& core, const SnapshotJob& job) {
   core.arena().Free(job.buffer);
   uint64_t bytes = 0;
   for (const LayerBlob& l : job.layers) bytes += l.bytes.size();
+  if (!st.ok()) st = st.WithContext("snapshot of prefix " + job.prefix.ToHex());
+  if (job.options.done) job.options.done(st);
   core.EndSnapshot(st, bytes);
 }
 
@@ -44,16 +47,30 @@ Status GpuPipeline::Snapshot(NamespaceId ns, const Prefix& prefix, uint64_t toke
                              const SnapshotSources& sources, StreamHandle stream,
                              SnapshotOptions options) {
   if (sources.empty()) return Status::InvalidArgument("snapshot: no layers");
+  if (stream == kDefaultStream) {
+    return Status::InvalidArgument(
+        "snapshot: the legacy default stream is not allowed (as for restores: it serializes "
+        "against every blocking stream of the engine); pass the engine's stream");
+  }
   AUXSTORE_RETURN_IF_ERROR(
       CheckBlockChain(options.block_chain.size(), options.block_size, token_count)
           .WithContext("snapshot"));
+  // What the write would refuse is refused here, before anything is
+  // enqueued: the namespace, and each layer's kind, header and size.
+  Result<NamespaceSpec> spec = core_->store().GetNamespace(ns);
+  if (!spec.ok()) return spec.status().WithContext("snapshot");
 
   std::vector<std::pair<uint32_t, SnapshotPlan>> plans;
   uint64_t total = 0;
   for (const auto& [index, state] : sources) {
     if (state == nullptr) return Status::InvalidArgument("snapshot: null source state");
     AUXSTORE_ASSIGN_OR_RETURN(SnapshotPlan plan, state->PlanSnapshot());
-    total += plan.blob_bytes;
+    AUXSTORE_RETURN_IF_ERROR(
+        CheckLayerBlob(index, state->kind(), plan.header, plan.blob_bytes, *spec)
+            .WithContext("snapshot layer " + std::to_string(index)));
+    if (__builtin_add_overflow(total, plan.blob_bytes, &total)) {
+      return Status::InvalidArgument("snapshot: the layers' sizes overflow 64 bits");
+    }
     plans.emplace_back(index, std::move(plan));
   }
   Core& core = *core_;

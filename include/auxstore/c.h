@@ -548,8 +548,25 @@ int auxstore_snapshot(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t 
 int auxstore_snapshot_ex(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t prefix[16],
                          uint64_t token_count, const auxstore_snapshot_source_t* sources, size_t n,
                          uint64_t stream, const auxstore_put_options_t* options, char** errmsg);
+/* Called once when an accepted write-behind snapshot's write ends, on a
+ * pipeline thread, before auxstore_pipeline_flush counts it done: `prefix`
+ * (its 16 bytes), `code` AUXSTORE_OK when it was written (durable under
+ * AUXSTORE_SYNC; under AUXSTORE_ASYNC once auxstore_flush returns) or the
+ * write's error, and a message (NULL on success) naming the prefix. The
+ * arguments are valid only during the call; it must not block for long and
+ * must not call auxstore. */
+typedef void (*auxstore_snapshot_done_fn)(void* arg, const uint8_t* prefix, int code,
+                                          const char* message);
+/* auxstore_snapshot_ex with a per-snapshot completion (`done` not NULL).
+ * Called only for an accepted snapshot (AUXSTORE_OK here): a refused or
+ * shed one is answered by this call's code instead. */
+int auxstore_snapshot_with_done(auxstore_pipeline_t* pipeline, uint64_t ns,
+                                const uint8_t prefix[16], uint64_t token_count,
+                                const auxstore_snapshot_source_t* sources, size_t n,
+                                uint64_t stream, const auxstore_put_options_t* options,
+                                auxstore_snapshot_done_fn done, void* arg, char** errmsg);
 /* Waits until every accepted snapshot is written; the first write error
- * since the last flush. */
+ * since the last flush (its message names the snapshot's prefix). */
 int auxstore_pipeline_flush(auxstore_pipeline_t* pipeline, char** errmsg);
 
 /* ---- restores with a handle ---------------------------------------------------- */

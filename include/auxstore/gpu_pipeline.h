@@ -145,6 +145,11 @@ struct SnapshotOptions {
   std::optional<TokenDigest> token_digest;
   std::vector<Prefix> block_chain;
   uint32_t block_size = 0;
+  // Runs once when an accepted snapshot's write ends, on a pipeline thread,
+  // before Flush counts it: OK (written, as durable as the store's
+  // Durability makes a put) or the write's error, which names the prefix.
+  // Not run for a snapshot Snapshot() refused or shed.
+  RestoreCallback done;
 };
 
 class GpuPipeline {
@@ -172,7 +177,10 @@ class GpuPipeline {
                               StreamHandle stream);
 
   // OK: accepted (its D2H copies are enqueued on `stream`; the write follows).
-  // Capacity: shed, nothing enqueued. Other errors: refused (bad sources).
+  // Capacity: shed, nothing enqueued. Other errors: refused, nothing
+  // enqueued: bad sources, the legacy default stream (refused as restores
+  // refuse it), a namespace the store does not know, a layer its geometry
+  // or declared opaque shape refuses.
   // The sources may change once `stream` has passed the copies.
   Status Snapshot(NamespaceId ns, const Prefix& prefix, uint64_t token_count,
                   const SnapshotSources& sources, StreamHandle stream);

@@ -421,6 +421,131 @@ static void read_bytes_include_headers(void* dir) {
   auxstore_close(db);
 }
 
+/* ---- write-behind snapshots validated at enqueue ---------------------------- */
+
+/* A namespace declaring opaque layer 0 as 100 bytes; a pipeline over it. */
+static uint64_t declared_ns(auxstore_t* db) {
+  auxstore_opaque_layer_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.layer = 0;
+  d.dtype = AUXSTORE_DTYPE_U8;
+  d.ndim = 1;
+  d.shape[0] = 100;
+  auxstore_namespace_t n;
+  memset(&n, 0, sizeof n);
+  n.struct_size = sizeof n;
+  n.model_id = "declared";
+  n.n_opaque_layers = 1;
+  n.opaque_layers = &d;
+  uint64_t ns = 0;
+  EXPECT(auxstore_register_namespace_ex(db, &n, &ns, &g_err), AUXSTORE_OK, "");
+  return ns;
+}
+
+/* An unregistered namespace, a wrong-size declared opaque layer and stream
+ * 0 are refused by the snapshot call itself (they were accepted and only
+ * the flush failed); nothing is enqueued. */
+static void snapshot_refused_at_enqueue(void* dir) {
+  auxstore_t* db = open_store(dir);
+  const uint64_t ns = declared_ns(db);
+  auxstore_backend_t* be = NULL;
+  EXPECT(auxstore_backend_create(AUXSTORE_BACKEND_HOST, &be, &g_err), AUXSTORE_OK, "");
+  auxstore_pipeline_t* p = NULL;
+  EXPECT(auxstore_pipeline_create(db, be, &p, &g_err), AUXSTORE_OK, "");
+  auxstore_state_t* wrong = opaque_state(be, 64, 1);
+  auxstore_state_t* right = opaque_state(be, 100, 2);
+  uint64_t stream = 0;
+  EXPECT(auxstore_stream_create(be, &stream, &g_err), AUXSTORE_OK, "");
+  uint8_t pre[16];
+  prefix_of(pre, 11);
+  auxstore_snapshot_source_t src = {0, right};
+  EXPECT(auxstore_snapshot(p, ns ^ 0x5555, pre, 16, &src, 1, stream, &g_err), AUXSTORE_NOT_FOUND,
+         "is not registered");
+  src.state = wrong;
+  EXPECT(auxstore_snapshot(p, ns, pre, 16, &src, 1, stream, &g_err), AUXSTORE_INVALID_ARGUMENT,
+         "snapshot layer 0");
+  src.state = right;
+  EXPECT(auxstore_snapshot(p, ns, pre, 16, &src, 1, 0, &g_err), AUXSTORE_INVALID_ARGUMENT,
+         "legacy default stream");
+  auxstore_pipeline_stats_t ps;
+  EXPECT(auxstore_pipeline_stats(p, &ps, &g_err), AUXSTORE_OK, "");
+  EXPECT_TRUE(ps.snapshots_accepted == 0 && ps.snapshots_failed == 0);
+  /* The right one goes through, and the flush has nothing to report. */
+  EXPECT(auxstore_snapshot(p, ns, pre, 16, &src, 1, stream, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_pipeline_flush(p, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_state_release(wrong, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_state_release(right, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_stream_destroy(be, stream, &g_err), AUXSTORE_OK, "");
+  auxstore_pipeline_destroy(p);
+  auxstore_backend_destroy(be);
+  auxstore_close(db);
+}
+
+typedef struct {
+  int calls;
+  int code;
+  uint8_t prefix[16];
+  char message[512];
+} done_box_t;
+
+static void on_snapshot_done(void* arg, const uint8_t* prefix, int code, const char* message) {
+  done_box_t* b = arg;
+  ++b->calls;
+  b->code = code;
+  memcpy(b->prefix, prefix, 16);
+  snprintf(b->message, sizeof b->message, "%s", message != NULL ? message : "");
+}
+
+/* The per-snapshot completion names the prefix and says written or failed;
+ * the flush's error names the prefix too. A read-only store makes the
+ * write itself fail after a valid enqueue. */
+static void snapshot_completion(void* dir) {
+  auxstore_t* db = open_store(dir);
+  const uint64_t ns = declared_ns(db);
+  auxstore_backend_t* be = NULL;
+  EXPECT(auxstore_backend_create(AUXSTORE_BACKEND_HOST, &be, &g_err), AUXSTORE_OK, "");
+  auxstore_pipeline_t* p = NULL;
+  EXPECT(auxstore_pipeline_create(db, be, &p, &g_err), AUXSTORE_OK, "");
+  auxstore_state_t* s = opaque_state(be, 100, 3);
+  auxstore_snapshot_source_t src = {0, s};
+  uint8_t pre[16];
+  prefix_of(pre, 12);
+  done_box_t box;
+  memset(&box, 0, sizeof box);
+  EXPECT(auxstore_snapshot_with_done(p, ns, pre, 16, &src, 1, auxstore_pipeline_stream(p), NULL,
+                                     NULL, &box, &g_err),
+         AUXSTORE_INVALID_ARGUMENT, "done is NULL");
+  EXPECT(auxstore_snapshot_with_done(p, ns, pre, 16, &src, 1, auxstore_pipeline_stream(p), NULL,
+                                     on_snapshot_done, &box, &g_err),
+         AUXSTORE_OK, "");
+  EXPECT(auxstore_pipeline_flush(p, &g_err), AUXSTORE_OK, "");
+  EXPECT_TRUE(box.calls == 1 && box.code == AUXSTORE_OK && memcmp(box.prefix, pre, 16) == 0);
+  auxstore_pipeline_destroy(p);
+  auxstore_close(db);
+
+  auxstore_options_t* o = auxstore_options_create();
+  EXPECT(auxstore_options_set_read_only(o, 1, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_open(dir, o, &db, &g_err), AUXSTORE_OK, "");
+  auxstore_options_destroy(o);
+  EXPECT(auxstore_pipeline_create(db, be, &p, &g_err), AUXSTORE_OK, "");
+  prefix_of(pre, 13);
+  memset(&box, 0, sizeof box);
+  EXPECT(auxstore_snapshot_with_done(p, ns, pre, 16, &src, 1, auxstore_pipeline_stream(p), NULL,
+                                     on_snapshot_done, &box, &g_err),
+         AUXSTORE_OK, "");
+  char hex[33];
+  for (int i = 0; i < 16; ++i) snprintf(hex + 2 * i, 3, "%02x", pre[i]);
+  int rc = auxstore_pipeline_flush(p, &g_err);
+  EXPECT_TRUE(rc != AUXSTORE_OK);
+  EXPECT(rc, rc, hex);
+  EXPECT_TRUE(box.calls == 1 && box.code == rc && memcmp(box.prefix, pre, 16) == 0);
+  EXPECT_TRUE(strstr(box.message, hex) != NULL);
+  EXPECT(auxstore_state_release(s, &g_err), AUXSTORE_OK, "");
+  auxstore_pipeline_destroy(p);
+  auxstore_backend_destroy(be);
+  auxstore_close(db);
+}
+
 /* ---- driver ---------------------------------------------------------------- */
 
 typedef struct {
@@ -443,6 +568,8 @@ static const case_t kCases[] = {
     {"qsa_other_head_dim", qsa_other_head_dim},
     {"lease_release_not_found", lease_release_not_found},
     {"read_bytes_include_headers", read_bytes_include_headers},
+    {"snapshot_refused_at_enqueue", snapshot_refused_at_enqueue},
+    {"snapshot_completion", snapshot_completion},
 };
 
 int main(int argc, char** argv) {

@@ -35,6 +35,9 @@ class ForwardingStore final : public Store {
     cv_.notify_all();
   }
 
+  // When set, PutSnapshot fails with it (after the gate) and writes nothing.
+  std::optional<Status> put_error;
+
   // While closed, PutSnapshot waits.
   void CloseGate() {
     std::lock_guard l(mu_);
@@ -60,6 +63,7 @@ class ForwardingStore final : public Store {
     {
       std::unique_lock l(mu_);
       cv_.wait(l, [&] { return gate_open_; });
+      if (put_error) return *put_error;
     }
     return in_.PutSnapshot(ns, p, tokens, layers, put);
   }

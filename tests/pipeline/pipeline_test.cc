@@ -251,14 +251,39 @@ TEST_F(PipelineTest, SnapshotsAreShedWhenThePinnedArenaIsFull) {
   EXPECT_EQ(p->stats().snapshots_shed, 1u);
 }
 
-TEST_F(PipelineTest, SnapshotWriteErrorsSurfaceInFlush) {
+TEST_F(PipelineTest, SnapshotWriteErrorsSurfaceInFlushAndCompletion) {
   auto p = MakePipeline();
   Sequence src = Filled(10);
-  // The store refuses a namespace it does not know: the write fails later.
-  EXPECT_TRUE(p->Snapshot(ns_ ^ 0x5555, PrefixFromSeed(10), 1, src.sources(), stream_).ok());
-  EXPECT_FALSE(p->Flush().ok());
+  // The store fails the write after a valid enqueue.
+  store_->put_error = Status::IOError("disk gone");
+  std::optional<Status> done;
+  SnapshotOptions o;
+  o.done = [&](Status st) { done = std::move(st); };
+  EXPECT_TRUE(p->Snapshot(ns_, PrefixFromSeed(10), 1, src.sources(), stream_, o).ok());
+  Status flushed = p->Flush();
+  EXPECT_EQ(flushed.code(), StatusCode::kIOError) << flushed.ToString();
+  EXPECT_NE(flushed.message().find(PrefixFromSeed(10).ToHex()), std::string::npos)
+      << "the error names the prefix: " << flushed.ToString();
+  ASSERT_TRUE(done.has_value()) << "the completion ran before Flush returned";
+  EXPECT_EQ(done->code(), StatusCode::kIOError);
   EXPECT_TRUE(p->Flush().ok()) << "reported once";
   EXPECT_EQ(p->stats().snapshots_failed, 1u);
+  store_->put_error.reset();
+}
+
+// What the write would refuse is refused at enqueue (it was accepted and
+// only Flush failed): an unknown namespace, and the legacy default stream
+// (refused as restores refuse it). Nothing is enqueued or counted.
+TEST_F(PipelineTest, SnapshotValidatesAtEnqueue) {
+  auto p = MakePipeline();
+  Sequence src = Filled(10);
+  Status unknown = p->Snapshot(ns_ ^ 0x5555, PrefixFromSeed(11), 1, src.sources(), stream_);
+  EXPECT_TRUE(unknown.IsNotFound()) << unknown.ToString();
+  Status legacy = p->Snapshot(ns_, PrefixFromSeed(11), 1, src.sources(), kDefaultStream);
+  EXPECT_TRUE(legacy.IsInvalidArgument()) << legacy.ToString();
+  EXPECT_TRUE(p->Flush().ok());
+  EXPECT_EQ(p->stats().snapshots_accepted, 0u);
+  EXPECT_EQ(p->stats().snapshots_failed, 0u);
 }
 
 TEST_F(PipelineTest, CreateRefusesZeroSizedOptions) {
