@@ -361,6 +361,9 @@ pub struct auxstore_dsa_buffers_t {
 
 /// Called once when a restore ends (`message` NULL on success).
 pub type auxstore_restore_done_fn = Option<unsafe extern "C" fn(arg: *mut c_void, code: c_int, message: *const c_char)>;
+/// Called once when an accepted write-behind snapshot's write ends: its prefix (16 bytes), the
+/// code, and a message (null on success); all valid only during the call.
+pub type auxstore_snapshot_done_fn = Option<unsafe extern "C" fn(arg: *mut c_void, prefix: *const u8, code: c_int, message: *const c_char)>;
 
 /// A pipeline's configuration; fill it with [`auxstore_pipeline_options_init`] first.
 #[repr(C)]
@@ -735,6 +738,9 @@ c_api! {
     /// [`auxstore_snapshot`] put with `options` (NULL: none), as [`auxstore_put_snapshot_ex`]; a
     /// bad chain is refused before anything is enqueued.
     pub fn auxstore_snapshot_ex(pipeline: *mut auxstore_pipeline_t, ns: u64, prefix: *const u8, token_count: u64, sources: *const auxstore_snapshot_source_t, n: usize, stream: u64, options: *const auxstore_put_options_t, errmsg: *mut *mut c_char) -> c_int;
+    /// [`auxstore_snapshot_ex`] with a per-snapshot completion (`done` not null), called once
+    /// for an accepted snapshot when its write ends.
+    pub fn auxstore_snapshot_with_done(pipeline: *mut auxstore_pipeline_t, ns: u64, prefix: *const u8, token_count: u64, sources: *const auxstore_snapshot_source_t, n: usize, stream: u64, options: *const auxstore_put_options_t, done: auxstore_snapshot_done_fn, arg: *mut c_void, errmsg: *mut *mut c_char) -> c_int;
     /// Waits until every accepted snapshot is written; the first write error since the last flush.
     pub fn auxstore_pipeline_flush(pipeline: *mut auxstore_pipeline_t, errmsg: *mut *mut c_char) -> c_int;
 
