@@ -61,32 +61,47 @@ std::string MetricsText(const std::shared_ptr<Store>& store,
 
 void RegisterPipeline(py::module_& m) {
   py::class_<auxstore_pipeline_stats_t>(m, "PipelineStats", "auxstore_pipeline_stats_t.")
-      .def_readonly("restores_ok", &auxstore_pipeline_stats_t::restores_ok)
-      .def_readonly("restores_failed", &auxstore_pipeline_stats_t::restores_failed)
-      .def_readonly("restores_cancelled", &auxstore_pipeline_stats_t::restores_cancelled)
-      .def_readonly("restores_running", &auxstore_pipeline_stats_t::restores_running)
-      .def_readonly("bytes_restored", &auxstore_pipeline_stats_t::bytes_restored)
-      .def_readonly("snapshots_accepted", &auxstore_pipeline_stats_t::snapshots_accepted)
-      .def_readonly("snapshots_shed", &auxstore_pipeline_stats_t::snapshots_shed)
-      .def_readonly("snapshots_written", &auxstore_pipeline_stats_t::snapshots_written)
-      .def_readonly("snapshots_failed", &auxstore_pipeline_stats_t::snapshots_failed)
-      .def_readonly("bytes_snapshotted", &auxstore_pipeline_stats_t::bytes_snapshotted)
-      .def_readonly("staging_waits", &auxstore_pipeline_stats_t::staging_waits)
-      .def_readonly("restore_latency_us_sum", &auxstore_pipeline_stats_t::restore_latency_us_sum)
+      .def_readonly("restores_ok", &auxstore_pipeline_stats_t::restores_ok,
+                    "Restores that succeeded.")
+      .def_readonly("restores_failed", &auxstore_pipeline_stats_t::restores_failed,
+                    "Restores that failed (cancelled ones included).")
+      .def_readonly("restores_cancelled", &auxstore_pipeline_stats_t::restores_cancelled,
+                    "Restores that ended cancelled.")
+      .def_readonly("restores_running", &auxstore_pipeline_stats_t::restores_running,
+                    "Restores in flight.")
+      .def_readonly("bytes_restored", &auxstore_pipeline_stats_t::bytes_restored,
+                    "Layer bytes of the restores that succeeded.")
+      .def_readonly("snapshots_accepted", &auxstore_pipeline_stats_t::snapshots_accepted,
+                    "Write-behind snapshots accepted into the queue.")
+      .def_readonly("snapshots_shed", &auxstore_pipeline_stats_t::snapshots_shed,
+                    "Write-behind snapshots shed (queue or pinned memory full).")
+      .def_readonly("snapshots_written", &auxstore_pipeline_stats_t::snapshots_written,
+                    "Write-behind snapshots written to the store.")
+      .def_readonly("snapshots_failed", &auxstore_pipeline_stats_t::snapshots_failed,
+                    "Write-behind snapshots that failed to write.")
+      .def_readonly("bytes_snapshotted", &auxstore_pipeline_stats_t::bytes_snapshotted,
+                    "Layer bytes of the write-behind snapshots written.")
+      .def_readonly("staging_waits", &auxstore_pipeline_stats_t::staging_waits,
+                    "Chunk reads that waited for a free staging buffer.")
+      .def_readonly("restore_latency_us_sum", &auxstore_pipeline_stats_t::restore_latency_us_sum,
+                    "Sum of the successful restores' latencies, in microseconds.")
       .def_readonly("restore_throughput_mibps_sum",
-                    &auxstore_pipeline_stats_t::restore_throughput_mibps_sum)
-      .def_property_readonly("restore_latency_us",
-                             [](const auxstore_pipeline_stats_t& s) {
-                               return std::vector<uint64_t>(
-                                   s.restore_latency_us,
-                                   s.restore_latency_us + AUXSTORE_LATENCY_BUCKETS);
-                             })
-      .def_property_readonly("restore_throughput_mibps",
-                             [](const auxstore_pipeline_stats_t& s) {
-                               return std::vector<uint64_t>(
-                                   s.restore_throughput_mibps,
-                                   s.restore_throughput_mibps + AUXSTORE_THROUGHPUT_BUCKETS);
-                             })
+                    &auxstore_pipeline_stats_t::restore_throughput_mibps_sum,
+                    "Sum of the successful restores' throughputs, in MiB/s.")
+      .def_property_readonly(
+          "restore_latency_us",
+          [](const auxstore_pipeline_stats_t& s) {
+            return std::vector<uint64_t>(s.restore_latency_us,
+                                         s.restore_latency_us + AUXSTORE_LATENCY_BUCKETS);
+          },
+          "Latency buckets (bucket i: [2^i, 2^(i+1)) us, the last all above).")
+      .def_property_readonly(
+          "restore_throughput_mibps",
+          [](const auxstore_pipeline_stats_t& s) {
+            return std::vector<uint64_t>(s.restore_throughput_mibps,
+                                         s.restore_throughput_mibps + AUXSTORE_THROUGHPUT_BUCKETS);
+          },
+          "Throughput buckets (bucket i: [2^i, 2^(i+1)) MiB/s, the last all above).")
       .def("as_dict", &PipelineStatsDict, "The counters as a dict {field: value}.")
       .def("__repr__", [](const auxstore_pipeline_stats_t& s) {
         return "PipelineStats(" + py::repr(PipelineStatsDict(s)).cast<std::string>() + ")";
