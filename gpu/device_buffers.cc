@@ -21,11 +21,11 @@ Status ReleaseBuffers(GpuBackend& gpu, bool owned, std::initializer_list<DeviceP
   return Status::Ok();
 }
 
-Status CheckBorrowed(const char* state, const char* name, DevicePtr ptr, uint64_t have,
-                     uint64_t rows, uint64_t row_bytes) {
+Status CheckBorrowed(const GpuBackend& gpu, const char* state, const char* name, DevicePtr ptr,
+                     uint64_t have, uint64_t rows, uint64_t row_bytes) {
   uint64_t need = 0;
   if (__builtin_mul_overflow(rows, row_bytes, &need)) {
-    return Status::OutOfRange(std::string(state) + ": " + name + " size overflows");
+    return Status::InvalidArgument(std::string(state) + ": " + name + " size overflows");
   }
   if (ptr == kNullDevicePtr && need > 0) {
     return Status::InvalidArgument(std::string(state) + ": " + name + " is null");
@@ -35,6 +35,13 @@ Status CheckBorrowed(const char* state, const char* name, DevicePtr ptr, uint64_
                                    std::to_string(have) + " bytes; the geometry needs " +
                                    std::to_string(need) + " (" + std::to_string(rows) +
                                    " rows of " + std::to_string(row_bytes) + ")");
+  }
+  // The buffer must really be `have` bytes of this backend's device memory.
+  if (have == 0) return Status::Ok();
+  Status st = gpu.CheckDeviceRange(ptr, have);
+  if (!st.ok()) {
+    return Status::InvalidArgument(std::string(state) + ": " + name + " (" + std::to_string(have) +
+                                   " bytes declared): " + st.message());
   }
   return Status::Ok();
 }

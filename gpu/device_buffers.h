@@ -15,10 +15,12 @@ Status FreeEach(GpuBackend& gpu, std::initializer_list<DevicePtr*> ptrs);
 // only forgets them (engine-owned buffers are never freed here).
 Status ReleaseBuffers(GpuBackend& gpu, bool owned, std::initializer_list<DevicePtr*> ptrs);
 
-// An engine-owned buffer a borrowed state will use: not null, and `have`
-// bytes >= rows * row_bytes. InvalidArgument naming `name` otherwise.
-Status CheckBorrowed(const char* state, const char* name, DevicePtr ptr, uint64_t have,
-                     uint64_t rows, uint64_t row_bytes);
+// An engine-owned buffer a borrowed state will use: not null, `have` bytes
+// >= rows * row_bytes (overflow-checked), and [ptr, ptr+have) device memory
+// of `gpu` inside one allocation (GpuBackend::CheckDeviceRange).
+// InvalidArgument naming `name` otherwise.
+Status CheckBorrowed(const GpuBackend& gpu, const char* state, const char* name, DevicePtr ptr,
+                     uint64_t have, uint64_t rows, uint64_t row_bytes);
 
 // rows * row_bytes, overflow-checked, then Alloc.
 Result<DevicePtr> AllocRows(GpuBackend& gpu, uint64_t rows, uint64_t row_bytes);

@@ -25,12 +25,12 @@ Result<std::unique_ptr<DsaSeqState>> DsaSeqState::Borrow(GpuBackend& gpu, const 
     return Status::InvalidArgument("DSA state: index_head_dim and capacity must be > 0");
   }
   const uint64_t row = uint64_t{geo.index_head_dim} * 2;
+  AUXSTORE_RETURN_IF_ERROR(gpu::CheckBorrowed(gpu, "DSA state", "k_normed", b.k_normed,
+                                              b.k_normed_bytes, geo.capacity, row));
   AUXSTORE_RETURN_IF_ERROR(
-      gpu::CheckBorrowed("DSA state", "k_normed", b.k_normed, b.k_normed_bytes, geo.capacity, row));
+      gpu::CheckBorrowed(gpu, "DSA state", "gate", b.gate, b.gate_bytes, geo.capacity, row));
   AUXSTORE_RETURN_IF_ERROR(
-      gpu::CheckBorrowed("DSA state", "gate", b.gate, b.gate_bytes, geo.capacity, row));
-  AUXSTORE_RETURN_IF_ERROR(
-      gpu::CheckBorrowed("DSA state", "valid", b.valid, b.valid_bytes, geo.capacity, 1));
+      gpu::CheckBorrowed(gpu, "DSA state", "valid", b.valid, b.valid_bytes, geo.capacity, 1));
   std::unique_ptr<DsaSeqState> st(new DsaSeqState(gpu, geo));
   st->owned_ = false;
   st->k_normed_ = b.k_normed;

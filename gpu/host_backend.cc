@@ -295,6 +295,17 @@ Status HostBackend::CopyD2HOnStream(DevicePtr src, uint64_t src_offset, std::spa
   return Synchronize(stream);
 }
 
+// ---- borrowed memory -------------------------------------------------------------
+
+Status HostBackend::CheckDeviceRange(DevicePtr ptr, uint64_t bytes) const {
+  Status st = allocs_.Check(ptr, 0, bytes);
+  if (st.ok()) return st;
+  // Out of range or unknown: either way the caller's claim is wrong.
+  return Status::InvalidArgument(st.message() +
+                                 " (the host backend's device memory is what "
+                                 "auxstore_device_alloc / Alloc handed out)");
+}
+
 // ---- kernels -------------------------------------------------------------------
 
 Status HostBackend::QsaBlockPool(const QsaBlockPoolArgs& args, StreamHandle stream) {

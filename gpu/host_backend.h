@@ -56,6 +56,7 @@ class HostBackend final : public GpuBackend {
                          StreamHandle stream) override;
 
   Status QsaBlockPool(const QsaBlockPoolArgs& args, StreamHandle stream) override;
+  Status CheckDeviceRange(DevicePtr ptr, uint64_t bytes) const override;
 
   // ---- test hooks ----
   Status SetStreamDelay(StreamHandle stream, std::chrono::microseconds delay);

@@ -16,7 +16,8 @@ Result<std::unique_ptr<OpaqueSeqState>> OpaqueSeqState::Create(GpuBackend& gpu, 
 Result<std::unique_ptr<OpaqueSeqState>> OpaqueSeqState::Borrow(GpuBackend& gpu, DevicePtr buffer,
                                                                uint64_t capacity, uint64_t size) {
   if (capacity == 0) return Status::InvalidArgument("opaque state: capacity must be > 0");
-  if (buffer == kNullDevicePtr) return Status::InvalidArgument("opaque state: buffer is null");
+  AUXSTORE_RETURN_IF_ERROR(
+      gpu::CheckBorrowed(gpu, "opaque state", "buffer", buffer, capacity, capacity, 1));
   std::unique_ptr<OpaqueSeqState> st(new OpaqueSeqState(gpu, capacity));
   st->owned_ = false;
   st->buffer_ = buffer;

@@ -30,10 +30,14 @@ Result<std::unique_ptr<QsaSeqState>> QsaSeqState::Borrow(GpuBackend& gpu, const 
   AUXSTORE_RETURN_IF_ERROR(CheckLayer(layer));
   const QsaGeometry& g = layer.geometry;
   const uint64_t row = uint64_t{g.hd} * 2;
-  AUXSTORE_RETURN_IF_ERROR(
-      gpu::CheckBorrowed("QSA state", "raw_keys", b.raw_keys, b.raw_keys_bytes, g.max_tokens, row));
-  AUXSTORE_RETURN_IF_ERROR(gpu::CheckBorrowed("QSA state", "block_keys", b.block_keys,
+  AUXSTORE_RETURN_IF_ERROR(gpu::CheckBorrowed(gpu, "QSA state", "raw_keys", b.raw_keys,
+                                              b.raw_keys_bytes, g.max_tokens, row));
+  AUXSTORE_RETURN_IF_ERROR(gpu::CheckBorrowed(gpu, "QSA state", "block_keys", b.block_keys,
                                               b.block_keys_bytes, g.max_tokens / g.ratio, row));
+  AUXSTORE_RETURN_IF_ERROR(
+      gpu::CheckBorrowed(gpu, "QSA state", "k_pool_k", layer.k_pool_k, row, 1, row));
+  AUXSTORE_RETURN_IF_ERROR(
+      gpu::CheckBorrowed(gpu, "QSA state", "k_norm_w", layer.k_norm_w, row, 1, row));
   std::unique_ptr<QsaSeqState> st(new QsaSeqState(gpu, layer));
   st->owned_ = false;
   st->raw_keys_ = b.raw_keys;

@@ -1,5 +1,6 @@
 #include "gpu/cuda/cuda_backend.h"
 
+#include <cuda.h>  // driver types only: the driver is reached through the runtime
 #include <cuda_runtime_api.h>
 
 #include <string>
@@ -176,6 +177,52 @@ class CudaBackend final : public GpuBackend {
                                  a.eps};
     return CudaStatus(static_cast<cudaError_t>(LaunchQsaBlockPoolKernel(params, ToStream(stream))),
                       "qsa_block_pool launch");
+  }
+
+  // A borrowed buffer: device memory of this device (the runtime's
+  // pointer attributes), and the range inside one allocation (the driver's
+  // cuMemGetAddressRange, reached through cudaGetDriverEntryPointByVersion
+  // so libcuda need not be linked).
+  Status CheckDeviceRange(DevicePtr ptr, uint64_t bytes) const override {
+    if (ptr == kNullDevicePtr) return Status::InvalidArgument("device pointer is null");
+    cudaPointerAttributes attr{};
+    const cudaError_t err = cudaPointerGetAttributes(&attr, reinterpret_cast<const void*>(ptr));
+    if (err != cudaSuccess) {
+      cudaGetLastError();  // clear it
+      return Status::InvalidArgument(std::string("the CUDA runtime does not know the pointer: ") +
+                                     cudaGetErrorName(err));
+    }
+    if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged) {
+      return Status::InvalidArgument(
+          "the pointer is not device memory (host, pinned host or unregistered memory)");
+    }
+    if (attr.device != device_) {
+      return Status::InvalidArgument("the pointer is memory of CUDA device " +
+                                     std::to_string(attr.device) + ", the backend's is " +
+                                     std::to_string(device_));
+    }
+    using GetRange = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess || fn == nullptr) {
+      cudaGetLastError();
+      return Status::Internal("cuMemGetAddressRange is not available from the CUDA driver");
+    }
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    if (reinterpret_cast<GetRange>(fn)(&base, &size, static_cast<CUdeviceptr>(ptr)) !=
+        CUDA_SUCCESS) {
+      return Status::InvalidArgument("the pointer is not inside a CUDA allocation");
+    }
+    const uint64_t rel = ptr - base;
+    if (rel > size || bytes > size - rel) {
+      return Status::InvalidArgument("[+" + std::to_string(rel) + ", +" + std::to_string(rel) +
+                                     " + " + std::to_string(bytes) + ") exceeds its " +
+                                     std::to_string(size) + "-byte allocation");
+    }
+    return Status::Ok();
   }
 
  private:

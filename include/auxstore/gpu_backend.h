@@ -121,6 +121,15 @@ class GpuBackend {
   virtual Status CopyD2HOnStream(DevicePtr src, uint64_t src_offset, std::span<uint8_t> dst,
                                  StreamHandle stream) = 0;
 
+  // ---- borrowed memory -------------------------------------------------------
+  // OK when [ptr, ptr+bytes) is device memory of this backend, inside one
+  // allocation: what an engine-owned (borrowed) buffer must be before a
+  // state uses it. InvalidArgument naming what is wrong otherwise (a host
+  // pointer, another device, a range past its allocation's end). The host
+  // backend checks its own allocations; CUDA asks the runtime
+  // (cudaPointerGetAttributes) and the driver (cuMemGetAddressRange).
+  virtual Status CheckDeviceRange(DevicePtr ptr, uint64_t bytes) const = 0;
+
   // ---- kernels ---------------------------------------------------------------
   // Checks the arguments (design.md section 2) and the buffers' bounds, then
   // enqueues the re-pool. A refused launch writes nothing.

@@ -546,6 +546,70 @@ static void snapshot_completion(void* dir) {
   auxstore_close(db);
 }
 
+/* ---- borrowed buffers checked against their allocation ---------------------- */
+
+/* A 4 KiB allocation declared as 8 MiB, and a plain malloc pointer, are
+ * refused at borrow time (they were accepted: the host backend caught the
+ * first at copy time, CUDA would not have). */
+static void borrow_checks_the_allocation(void* dir) {
+  (void)dir;
+  auxstore_backend_t* be = NULL;
+  EXPECT(auxstore_backend_create(AUXSTORE_BACKEND_HOST, &be, &g_err), AUXSTORE_OK, "");
+  uint64_t small = 0;
+  EXPECT(auxstore_device_alloc(be, 4096, &small, &g_err), AUXSTORE_OK, "");
+  void* host = malloc(8 << 20);
+  const uint64_t plain = (uint64_t)(uintptr_t)host;
+  auxstore_state_t* s = NULL;
+  EXPECT(auxstore_opaque_state_borrow(be, small, 8 << 20, 0, &s, &g_err), AUXSTORE_INVALID_ARGUMENT,
+         "exceeds its 4096-byte allocation");
+  EXPECT(auxstore_opaque_state_borrow(be, plain, 4096, 0, &s, &g_err), AUXSTORE_INVALID_ARGUMENT,
+         "not in any allocation");
+  EXPECT(auxstore_opaque_state_borrow(be, small, UINT64_MAX, 0, &s, &g_err),
+         AUXSTORE_INVALID_ARGUMENT, "buffer");
+  EXPECT_TRUE(s == NULL);
+  /* DSA: k_normed declared larger than its allocation. */
+  auxstore_geometry_t g;
+  memset(&g, 0, sizeof g);
+  g.dsa_index_head_dim = 32;
+  g.dsa_capacity = 100;
+  uint64_t k = 0, gate = 0, valid = 0;
+  EXPECT(auxstore_device_alloc(be, 100 * 64, &k, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_device_alloc(be, 100 * 64, &gate, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_device_alloc(be, 100, &valid, &g_err), AUXSTORE_OK, "");
+  auxstore_dsa_buffers_t b = {100, k, 100 * 64, gate, 100 * 64, valid, 100};
+  b.k_normed = plain;
+  EXPECT(auxstore_dsa_state_borrow(be, &g, &b, 0, &s, &g_err), AUXSTORE_INVALID_ARGUMENT,
+         "k_normed");
+  b.k_normed = k;
+  b.gate_bytes = 8 << 20;
+  EXPECT(auxstore_dsa_state_borrow(be, &g, &b, 0, &s, &g_err), AUXSTORE_INVALID_ARGUMENT, "gate");
+  b.gate_bytes = 100 * 64;
+  /* What the allocations really hold is accepted. */
+  EXPECT(auxstore_dsa_state_borrow(be, &g, &b, 0, &s, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_state_release(s, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_opaque_state_borrow(be, small, 4096, 10, &s, &g_err), AUXSTORE_OK, "");
+  EXPECT(auxstore_state_release(s, &g_err), AUXSTORE_OK, "");
+  free(host);
+  EXPECT(auxstore_device_free(be, small, &g_err), AUXSTORE_OK, "");
+  auxstore_backend_destroy(be);
+}
+
+/* Sizes whose arithmetic would wrap are InvalidArgument (an alloc of
+ * 2^64-1 succeeded and a copy into it crashed). */
+static void huge_sizes(void* dir) {
+  (void)dir;
+  auxstore_backend_t* be = NULL;
+  EXPECT(auxstore_backend_create(AUXSTORE_BACKEND_HOST, &be, &g_err), AUXSTORE_OK, "");
+  uint64_t ptr = 0;
+  EXPECT(auxstore_device_alloc(be, SIZE_MAX, &ptr, &g_err), AUXSTORE_INVALID_ARGUMENT,
+         "largest block");
+  auxstore_state_t* s = NULL;
+  EXPECT(auxstore_opaque_state_create(be, UINT64_MAX, &s, &g_err), AUXSTORE_INVALID_ARGUMENT,
+         "largest block");
+  EXPECT_TRUE(s == NULL);
+  auxstore_backend_destroy(be);
+}
+
 /* ---- driver ---------------------------------------------------------------- */
 
 typedef struct {
@@ -570,6 +634,8 @@ static const case_t kCases[] = {
     {"read_bytes_include_headers", read_bytes_include_headers},
     {"snapshot_refused_at_enqueue", snapshot_refused_at_enqueue},
     {"snapshot_completion", snapshot_completion},
+    {"borrow_checks_the_allocation", borrow_checks_the_allocation},
+    {"huge_sizes", huge_sizes},
 };
 
 int main(int argc, char** argv) {

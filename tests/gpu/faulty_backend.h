@@ -63,6 +63,9 @@ class FaultyBackend final : public GpuBackend {
                          StreamHandle s) override {
     return in_.CopyD2HOnStream(src, off, dst, s);
   }
+  Status CheckDeviceRange(DevicePtr p, uint64_t bytes) const override {
+    return in_.CheckDeviceRange(p, bytes);
+  }
   Status QsaBlockPool(const QsaBlockPoolArgs& a, StreamHandle s) override {
     if (fail_pool) return Status::Internal("injected qsa_block_pool failure");
     return in_.QsaBlockPool(a, s);
