@@ -11,6 +11,15 @@
  *  - Memory auxstore hands out (messages, layer and state bytes) is freed
  *    with auxstore_free. Handles are freed with their own close/destroy/
  *    release call; those accept NULL.
+ *  - Handles are checked: each is a token in a process-wide handle table,
+ *    not an address. A handle already closed or released, of another type,
+ *    or never handed out is AUXSTORE_INVALID_ARGUMENT ("db is not a live
+ *    auxstore_t handle ..."); a void close/destroy/release/cancel of one
+ *    does nothing and counts in auxstore_misuse_count(). A handle that uses
+ *    another keeps it alive: closing a store a pipeline uses invalidates
+ *    the store handle at once, and the store closes with the last such
+ *    pipeline (likewise backends under states and pipelines, pipelines
+ *    under restore handles). docs/c-abi.md, "Handles".
  *  - A failed call changes nothing the caller can observe.
  *  - No C++ exception crosses this interface (AUXSTORE_INTERNAL instead).
  */
@@ -155,7 +164,9 @@ int auxstore_options_set_log_callback(auxstore_options_t* options, auxstore_log_
  * for the defaults. */
 int auxstore_open(const char* path, const auxstore_options_t* options, auxstore_t** out,
                   char** errmsg);
-/* Closes the store. Destroy pipelines using it first. NULL is a no-op. */
+/* Closes the store handle. The store closes now, or, while pipelines still
+ * use it, when the last of them is destroyed (they go on working). NULL is
+ * a no-op; a handle not live: nothing happens (auxstore_misuse_count). */
 void auxstore_close(auxstore_t* db);
 
 /* Registers (idempotently) a model identity and geometry; *ns_out receives
@@ -388,7 +399,9 @@ int auxstore_stream_create(auxstore_backend_t* backend, uint64_t* stream_out, ch
 /* Waits for the stream's work, then destroys it. */
 int auxstore_stream_destroy(auxstore_backend_t* backend, uint64_t stream, char** errmsg);
 int auxstore_stream_synchronize(auxstore_backend_t* backend, uint64_t stream, char** errmsg);
-/* Destroy states and pipelines using it first. NULL is a no-op. */
+/* Destroys the backend handle; the backend goes now, or with the last state
+ * or pipeline still using it. NULL is a no-op; a handle not live: nothing
+ * happens (auxstore_misuse_count). */
 void auxstore_backend_destroy(auxstore_backend_t* backend);
 /* AUXSTORE_BACKEND_HOST or AUXSTORE_BACKEND_CUDA; -1 for NULL. */
 int auxstore_backend_kind(const auxstore_backend_t* backend);
@@ -448,7 +461,10 @@ int auxstore_state_set_counters(auxstore_state_t* state, uint64_t count, uint64_
                                 char** errmsg);
 
 /* Frees the state's device memory and the handle (gone even when an error
- * is returned: the first failure freeing a buffer). NULL: AUXSTORE_OK. */
+ * is returned: the first failure freeing a buffer). NULL: AUXSTORE_OK.
+ * AUXSTORE_BUSY, nothing released, while a restore targets the state (until
+ * it is done) or another call uses it; AUXSTORE_INVALID_ARGUMENT for a
+ * state already released. */
 int auxstore_state_release(auxstore_state_t* state, char** errmsg);
 
 /* AUXSTORE_KIND_*; 0 for NULL. */
@@ -469,10 +485,14 @@ int auxstore_qsa_state_read_block_keys(const auxstore_state_t* state, void** dat
                                        char** errmsg);
 
 /* ---- restore pipeline ------------------------------------------------------------ */
-/* A restore pipeline over `db` and `backend` (both must outlive it). */
+/* A restore pipeline over `db` and `backend`; it keeps both alive (closing
+ * or destroying their handles first is safe). */
 int auxstore_pipeline_create(auxstore_t* db, auxstore_backend_t* backend, auxstore_pipeline_t** out,
                              char** errmsg);
-/* Waits for running restores, then frees the pipeline. NULL is a no-op. */
+/* Waits for running restores and accepted snapshots, then frees the
+ * pipeline; while restore handles of it are still held, that happens when
+ * the last is released. NULL is a no-op; a handle not live: nothing
+ * happens (auxstore_misuse_count). */
 void auxstore_pipeline_destroy(auxstore_pipeline_t* pipeline);
 
 /* Called once when a restore ends, on a pipeline thread: `code` and a
@@ -537,7 +557,11 @@ typedef struct auxstore_snapshot_source_t {
  * and written to the store off the caller's thread. AUXSTORE_OK: accepted
  * (the sources may change once `stream` passed the copies).
  * AUXSTORE_CAPACITY: shed (the write-behind queue or its memory is full),
- * nothing enqueued, counted in snapshots_shed: the engine never blocks. */
+ * nothing enqueued, counted in snapshots_shed: the engine never blocks.
+ * Refused before anything is enqueued: a namespace the store does not know
+ * (AUXSTORE_NOT_FOUND), a layer its geometry or declared opaque shape
+ * refuses, and stream 0, the legacy default stream, as restores refuse it
+ * (AUXSTORE_INVALID_ARGUMENT). */
 int auxstore_snapshot(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t prefix[16],
                       uint64_t token_count, const auxstore_snapshot_source_t* sources, size_t n,
                       uint64_t stream, char** errmsg);
@@ -597,7 +621,7 @@ int auxstore_restore_start(auxstore_pipeline_t* pipeline, uint64_t ns, const uin
                            const auxstore_restore_target_t* targets, size_t n,
                            const auxstore_restore_options_t* options,
                            auxstore_restore_handle_t** out, char** errmsg);
-/* 1 when done, 0 while running (-1 for NULL). */
+/* 1 when done, 0 while running (-1 for NULL or a handle not live). */
 int auxstore_restore_poll(const auxstore_restore_handle_t* handle);
 /* Waits until done; the restore's result. */
 int auxstore_restore_join(auxstore_restore_handle_t* handle, char** errmsg);
@@ -621,9 +645,9 @@ int auxstore_restore_stream_wait_all(auxstore_restore_handle_t* handle, uint64_t
  * failed restore: which layers' bytes were restored. */
 int auxstore_restore_layers_done(const auxstore_restore_handle_t* handle, uint32_t* layers,
                                  size_t capacity, size_t* n, char** errmsg);
-/* Frees the handle. A restore still running goes on (keep its targets until
- * it is done: pass a done callback, or join first). NULL is a no-op. Release
- * handles before their backend. */
+/* Frees the handle. A restore still running goes on (its targets stay its
+ * own until it is done). NULL is a no-op; a handle not live: nothing
+ * happens (auxstore_misuse_count). */
 void auxstore_restore_handle_release(auxstore_restore_handle_t* handle);
 
 #ifdef __cplusplus
