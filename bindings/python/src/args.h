@@ -17,6 +17,14 @@ namespace auxpy {
 
 class State;
 
+// An integer argument of a call, converted (and refused with the argument's
+// name) by the call itself: ToU32 / ToU64 below. Its caster takes any object,
+// so a bad value reaches the checked conversion instead of pybind11's
+// "incompatible function arguments"; signatures still say `int`.
+struct IntArg {
+  py::object obj;
+};
+
 // The largest byte size a call takes (PTRDIFF_MAX): above it no allocation
 // can succeed, and size arithmetic could wrap.
 constexpr uint64_t kMaxBytes = static_cast<uint64_t>(INT64_MAX);
@@ -30,6 +38,8 @@ inline uint32_t ToU32(py::handle obj, const std::string& what) {
 inline uint64_t ToU64(py::handle obj, const std::string& what) {
   return ToUnsigned(obj, what, UINT64_MAX);
 }
+inline uint32_t ToU32(const IntArg& a, const std::string& what) { return ToU32(a.obj, what); }
+inline uint64_t ToU64(const IntArg& a, const std::string& what) { return ToU64(a.obj, what); }
 // A byte size: at most kMaxBytes.
 inline size_t ToBytes(py::handle obj, const std::string& what) {
   return static_cast<size_t>(ToUnsigned(obj, what, kMaxBytes));
@@ -55,3 +65,17 @@ std::shared_ptr<State> ToState(py::handle obj, const std::string& what);
 std::vector<std::pair<uint32_t, py::object>> ToLayerPairs(py::handle obj, const char* what);
 
 }  // namespace auxpy
+
+namespace pybind11::detail {
+template <>
+struct type_caster<auxpy::IntArg> {
+  PYBIND11_TYPE_CASTER(auxpy::IntArg, const_name("int"));
+  bool load(handle src, bool) {
+    value.obj = reinterpret_borrow<object>(src);
+    return true;
+  }
+  static handle cast(const auxpy::IntArg& a, return_value_policy, handle) {
+    return a.obj.inc_ref();
+  }
+};
+}  // namespace pybind11::detail

@@ -148,7 +148,8 @@ void RegisterDevice(py::module_& m) {
       py::arg("nbytes"), "Device memory (an integer address); free it with free().");
   backend.def(
       "free",
-      [](Backend& b, uint64_t ptr) {
+      [](Backend& b, IntArg ptr_arg) {
+        const uint64_t ptr = ToU64(ptr_arg, "ptr");
         py::gil_scoped_release release;
         b.With([&](auxstore_backend_t* be) {
           Check([&](char** e) { return auxstore_device_free(be, ptr, e); });
@@ -157,7 +158,10 @@ void RegisterDevice(py::module_& m) {
       py::arg("ptr"), "Frees memory from alloc().");
   backend.def(
       "copy_h2d",
-      [](Backend& b, uint64_t ptr, py::handle src, uint64_t stream, uint64_t offset) {
+      [](Backend& b, IntArg ptr_arg, py::handle src, IntArg stream_arg, IntArg offset_arg) {
+        const uint64_t ptr = ToU64(ptr_arg, "ptr");
+        const uint64_t stream = ToU64(stream_arg, "stream");
+        const uint64_t offset = ToU64(offset_arg, "offset");
         CheckBytes(offset, "offset");
         Buffer s(src, false, "src");
         {
@@ -176,8 +180,11 @@ void RegisterDevice(py::module_& m) {
       "referenced (and exported, so it cannot be resized) until synchronize(stream).");
   backend.def(
       "copy_d2h",
-      [](Backend& b, py::handle dst, uint64_t ptr, uint64_t stream, uint64_t offset,
+      [](Backend& b, py::handle dst, IntArg ptr_arg, IntArg stream_arg, IntArg offset_arg,
          py::object nbytes) {
+        const uint64_t ptr = ToU64(ptr_arg, "ptr");
+        const uint64_t stream = ToU64(stream_arg, "stream");
+        const uint64_t offset = ToU64(offset_arg, "offset");
         Buffer d(dst, true, "dst");
         const size_t n = nbytes.is_none() ? d.len() : ToBytes(nbytes, "nbytes");
         CheckBytes(offset, "offset");
@@ -195,7 +202,10 @@ void RegisterDevice(py::module_& m) {
       "stream's earlier work; returns once the bytes are there.");
   backend.def(
       "read",
-      [](Backend& b, uint64_t ptr, py::handle nbytes_arg, uint64_t stream, uint64_t offset) {
+      [](Backend& b, IntArg ptr_arg, py::handle nbytes_arg, IntArg stream_arg, IntArg offset_arg) {
+        const uint64_t ptr = ToU64(ptr_arg, "ptr");
+        const uint64_t stream = ToU64(stream_arg, "stream");
+        const uint64_t offset = ToU64(offset_arg, "offset");
         const size_t nbytes = ToBytes(nbytes_arg, "nbytes");
         CheckBytes(offset, "offset");
         py::bytearray out(std::string(nbytes, '\0'));
@@ -225,7 +235,8 @@ void RegisterDevice(py::module_& m) {
       "A new stream (non-blocking on CUDA), as an integer.");
   backend.def(
       "destroy_stream",
-      [](Backend& b, uint64_t stream) {
+      [](Backend& b, IntArg stream_arg) {
+        const uint64_t stream = ToU64(stream_arg, "stream");
         {
           py::gil_scoped_release release;
           b.With([&](auxstore_backend_t* be) {
@@ -237,7 +248,8 @@ void RegisterDevice(py::module_& m) {
       py::arg("stream"), "Waits for the stream's work, then destroys it.");
   backend.def(
       "synchronize",
-      [](Backend& b, uint64_t stream) {
+      [](Backend& b, IntArg stream_arg) {
+        const uint64_t stream = ToU64(stream_arg, "stream");
         {
           py::gil_scoped_release release;
           b.With([&](auxstore_backend_t* be) {

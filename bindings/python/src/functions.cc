@@ -17,7 +17,9 @@ void RegisterFunctions(py::module_& m) {
 
   m.def(
       "prefix_hash",
-      [](py::handle tokens, uint32_t block_size, uint64_t salt) {
+      [](py::handle tokens, IntArg block_size_arg, IntArg salt_arg) {
+        const uint32_t block_size = ToU32(block_size_arg, "block_size");
+        const uint64_t salt = ToU64(salt_arg, "salt");
         const std::vector<uint32_t> t = ToTokens(tokens);
         std::vector<Prefix> out(block_size ? t.size() / block_size : 0);
         size_t n = 0;
@@ -38,7 +40,8 @@ void RegisterFunctions(py::module_& m) {
 
   m.def(
       "token_digest",
-      [](py::handle tokens, uint64_t salt) {
+      [](py::handle tokens, IntArg salt_arg) {
+        const uint64_t salt = ToU64(salt_arg, "salt");
         const std::vector<uint32_t> t = ToTokens(tokens);
         Prefix out{};
         Check([&](char** e) {
@@ -50,8 +53,10 @@ void RegisterFunctions(py::module_& m) {
 
   m.def(
       "qsa_block_pool_host",
-      [](const auxstore_geometry_t& g, py::handle raw_keys, uint64_t ingested, py::handle k_pool_k,
-         py::handle k_norm_w, uint32_t n_blocks, py::object out) {
+      [](const auxstore_geometry_t& g, py::handle raw_keys, IntArg ingested_arg,
+         py::handle k_pool_k, py::handle k_norm_w, IntArg n_blocks_arg, py::object out) {
+        const uint64_t ingested = ToU64(ingested_arg, "ingested");
+        const uint32_t n_blocks = ToU32(n_blocks_arg, "n_blocks");
         Buffer raw(raw_keys, false, "raw_keys"), q(k_pool_k, false, "k_pool_k"),
             w(k_norm_w, false, "k_norm_w");
         const size_t need = size_t{n_blocks} * g.qsa_hd * 2;

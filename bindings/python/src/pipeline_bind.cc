@@ -195,8 +195,11 @@ void RegisterPipeline(py::module_& m) {
 
   pipeline.def(
       "snapshot",
-      [](Pipeline& p, uint64_t ns, py::handle prefix, uint64_t token_count, py::handle sources,
-         uint64_t stream) {
+      [](Pipeline& p, IntArg ns_arg, py::handle prefix, IntArg token_count_arg, py::handle sources,
+         IntArg stream_arg) {
+        const uint64_t ns = ToU64(ns_arg, "ns");
+        const uint64_t token_count = ToU64(token_count_arg, "token_count");
+        const uint64_t stream = ToU64(stream_arg, "stream");
         const Prefix pre = ToPrefix(prefix);
         std::vector<std::shared_ptr<State>> states;
         std::vector<auxstore_snapshot_source_t> c;

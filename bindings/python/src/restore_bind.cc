@@ -58,7 +58,8 @@ void RegisterRestores(PipelineClass& pipeline) {
       py::object(py::module_::import("concurrent.futures").attr("Future")).release().ptr();
   pipeline.def(
       "restore_wait",
-      [](Pipeline& p, uint64_t ns, py::handle prefix, py::handle targets) {
+      [](Pipeline& p, IntArg ns_arg, py::handle prefix, py::handle targets) {
+        const uint64_t ns = ToU64(ns_arg, "ns");
         ForbidBlockingInCallback("Pipeline.restore_wait");
         const Prefix pre = ToPrefix(prefix);
         Targets t;
@@ -83,7 +84,8 @@ void RegisterRestores(PipelineClass& pipeline) {
 
   pipeline.def(
       "restore_async",
-      [](std::shared_ptr<Pipeline> p, uint64_t ns, py::handle prefix, py::handle targets) {
+      [](std::shared_ptr<Pipeline> p, IntArg ns_arg, py::handle prefix, py::handle targets) {
+        const uint64_t ns = ToU64(ns_arg, "ns");
         const Prefix pre = ToPrefix(prefix);
         auto op = NewOp(true);
         Targets t;
@@ -115,8 +117,10 @@ void RegisterRestores(PipelineClass& pipeline) {
 
   pipeline.def(
       "restore_start",
-      [](std::shared_ptr<Pipeline> p, uint64_t ns, py::handle prefix, py::handle targets,
-         std::optional<uint64_t> stream, uint64_t lease) {
+      [](std::shared_ptr<Pipeline> p, IntArg ns_arg, py::handle prefix, py::handle targets,
+         std::optional<uint64_t> stream, IntArg lease_arg) {
+        const uint64_t ns = ToU64(ns_arg, "ns");
+        const uint64_t lease = ToU64(lease_arg, "lease");
         const Prefix pre = ToPrefix(prefix);
         auto op = NewOp(true);
         Targets t;
@@ -223,7 +227,8 @@ void RegisterRestoreHandle(py::module_& m) {
           "Asks it to stop: it then fails with UnavailableError unless it already committed.")
       .def(
           "layer_done",
-          [](RestoreHandle& h, uint32_t layer) {
+          [](RestoreHandle& h, IntArg layer_arg) {
+            const uint32_t layer = ToU32(layer_arg, "layer");
             py::gil_scoped_release release;
             return h.With([&](auxstore_restore_handle_t* x) {
               return auxstore_restore_layer_done(x, layer) == 1;
@@ -232,7 +237,8 @@ void RegisterRestoreHandle(py::module_& m) {
           py::arg("layer"), "True once `layer`'s bytes are on the device; never blocks.")
       .def(
           "wait_layer",
-          [](RestoreHandle& h, uint32_t layer) {
+          [](RestoreHandle& h, IntArg layer_arg) {
+            const uint32_t layer = ToU32(layer_arg, "layer");
             ForbidBlockingInCallback("RestoreHandle.wait_layer");
             py::gil_scoped_release release;
             h.With([&](auxstore_restore_handle_t* x) {
@@ -244,7 +250,9 @@ void RegisterRestoreHandle(py::module_& m) {
           "before it.")
       .def(
           "stream_wait_layer",
-          [](RestoreHandle& h, uint32_t layer, uint64_t stream) {
+          [](RestoreHandle& h, IntArg layer_arg, IntArg stream_arg) {
+            const uint32_t layer = ToU32(layer_arg, "layer");
+            const uint64_t stream = ToU64(stream_arg, "stream");
             ForbidBlockingInCallback("RestoreHandle.stream_wait_layer");
             py::gil_scoped_release release;
             h.With([&](auxstore_restore_handle_t* x) {
@@ -258,7 +266,8 @@ void RegisterRestoreHandle(py::module_& m) {
           "until that layer's work is enqueued).")
       .def(
           "stream_wait_all",
-          [](RestoreHandle& h, uint64_t stream) {
+          [](RestoreHandle& h, IntArg stream_arg) {
+            const uint64_t stream = ToU64(stream_arg, "stream");
             ForbidBlockingInCallback("RestoreHandle.stream_wait_all");
             py::gil_scoped_release release;
             h.With([&](auxstore_restore_handle_t* x) {

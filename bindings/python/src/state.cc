@@ -168,7 +168,9 @@ void RegisterStates(py::module_& m, BackendClass& backend) {
           "(count, pooled): QSA ingested / DSA len / opaque size, and QSA pooled blocks.")
       .def(
           "set_counters",
-          [](State& s, uint64_t count, uint64_t pooled) {
+          [](State& s, IntArg count_arg, IntArg pooled_arg) {
+            const uint64_t count = ToU64(count_arg, "count");
+            const uint64_t pooled = ToU64(pooled_arg, "pooled");
             py::gil_scoped_release release;
             s.With([&](auxstore_state_t* st) {
               Check([&](char** e) { return auxstore_state_set_counters(st, count, pooled, e); });
@@ -259,9 +261,17 @@ void RegisterStates(py::module_& m, BackendClass& backend) {
   // Engine-owned (borrowed) states: the buffers are integer device addresses.
   backend.def(
       "borrow_qsa",
-      [](std::shared_ptr<Backend> b, const auxstore_geometry_t& g, uint64_t raw_keys,
-         uint64_t raw_keys_bytes, uint64_t block_keys, uint64_t block_keys_bytes, uint64_t k_pool_k,
-         uint64_t k_norm_w, uint64_t ingested, uint64_t pooled) {
+      [](std::shared_ptr<Backend> b, const auxstore_geometry_t& g, IntArg raw_keys_arg,
+         IntArg raw_keys_bytes_arg, IntArg block_keys_arg, IntArg block_keys_bytes_arg,
+         IntArg k_pool_k_arg, IntArg k_norm_w_arg, IntArg ingested_arg, IntArg pooled_arg) {
+        const uint64_t raw_keys = ToU64(raw_keys_arg, "raw_keys");
+        const uint64_t raw_keys_bytes = ToU64(raw_keys_bytes_arg, "raw_keys_bytes");
+        const uint64_t block_keys = ToU64(block_keys_arg, "block_keys");
+        const uint64_t block_keys_bytes = ToU64(block_keys_bytes_arg, "block_keys_bytes");
+        const uint64_t k_pool_k = ToU64(k_pool_k_arg, "k_pool_k");
+        const uint64_t k_norm_w = ToU64(k_norm_w_arg, "k_norm_w");
+        const uint64_t ingested = ToU64(ingested_arg, "ingested");
+        const uint64_t pooled = ToU64(pooled_arg, "pooled");
         CheckBytes(raw_keys_bytes, "raw_keys_bytes");
         CheckBytes(block_keys_bytes, "block_keys_bytes");
         const auxstore_qsa_buffers_t buf{raw_keys,         raw_keys_bytes, block_keys,
@@ -277,9 +287,17 @@ void RegisterStates(py::module_& m, BackendClass& backend) {
       "them.");
   backend.def(
       "borrow_dsa",
-      [](std::shared_ptr<Backend> b, const auxstore_geometry_t& g, uint64_t capacity_rows,
-         uint64_t k_normed, uint64_t k_normed_bytes, uint64_t gate, uint64_t gate_bytes,
-         uint64_t valid, uint64_t valid_bytes, uint64_t len) {
+      [](std::shared_ptr<Backend> b, const auxstore_geometry_t& g, IntArg capacity_rows_arg,
+         IntArg k_normed_arg, IntArg k_normed_bytes_arg, IntArg gate_arg, IntArg gate_bytes_arg,
+         IntArg valid_arg, IntArg valid_bytes_arg, IntArg len_arg) {
+        const uint64_t capacity_rows = ToU64(capacity_rows_arg, "capacity_rows");
+        const uint64_t k_normed = ToU64(k_normed_arg, "k_normed");
+        const uint64_t k_normed_bytes = ToU64(k_normed_bytes_arg, "k_normed_bytes");
+        const uint64_t gate = ToU64(gate_arg, "gate");
+        const uint64_t gate_bytes = ToU64(gate_bytes_arg, "gate_bytes");
+        const uint64_t valid = ToU64(valid_arg, "valid");
+        const uint64_t valid_bytes = ToU64(valid_bytes_arg, "valid_bytes");
+        const uint64_t len = ToU64(len_arg, "len");
         CheckBytes(k_normed_bytes, "k_normed_bytes");
         CheckBytes(gate_bytes, "gate_bytes");
         CheckBytes(valid_bytes, "valid_bytes");
@@ -294,7 +312,10 @@ void RegisterStates(py::module_& m, BackendClass& backend) {
       py::arg("valid_bytes"), py::arg("len") = 0, "Wraps the engine's DSA buffers.");
   backend.def(
       "borrow_opaque",
-      [](std::shared_ptr<Backend> b, uint64_t buffer, uint64_t capacity, uint64_t size) {
+      [](std::shared_ptr<Backend> b, IntArg buffer_arg, IntArg capacity_arg, IntArg size_arg) {
+        const uint64_t buffer = ToU64(buffer_arg, "buffer");
+        const uint64_t capacity = ToU64(capacity_arg, "capacity");
+        const uint64_t size = ToU64(size_arg, "size");
         CheckBytes(capacity, "capacity");
         CheckBytes(size, "size");
         return NewState(b, [&](auxstore_backend_t* be, auxstore_state_t** out, char** e) {

@@ -14,7 +14,9 @@ namespace auxpy {
 void RegisterStoreLeases(StoreClass& store) {
   store.def(
       "lease_acquire",
-      [](Store& s, uint64_t ns, py::handle prefix, uint64_t lease_ms) {
+      [](Store& s, IntArg ns_arg, py::handle prefix, IntArg lease_ms_arg) {
+        const uint64_t ns = ToU64(ns_arg, "ns");
+        const uint64_t lease_ms = ToU64(lease_ms_arg, "lease_ms");
         const Prefix p = ToPrefix(prefix);
         uint64_t lease = 0;
         py::gil_scoped_release release;
@@ -30,7 +32,8 @@ void RegisterStoreLeases(StoreClass& store) {
 
   store.def(
       "lease_release",
-      [](Store& s, uint64_t lease) {
+      [](Store& s, IntArg lease_arg) {
+        const uint64_t lease = ToU64(lease_arg, "lease");
         py::gil_scoped_release release;
         s.With([&](auxstore_t* db) {
           Check([&](char** e) { return auxstore_lease_release(db, lease, e); });
@@ -40,7 +43,9 @@ void RegisterStoreLeases(StoreClass& store) {
 
   store.def(
       "acquire_leases",
-      [](Store& s, uint64_t ns, py::handle prefixes, uint64_t lease_ms) {
+      [](Store& s, IntArg ns_arg, py::handle prefixes, IntArg lease_ms_arg) {
+        const uint64_t ns = ToU64(ns_arg, "ns");
+        const uint64_t lease_ms = ToU64(lease_ms_arg, "lease_ms");
         const std::vector<Prefix> ps = ToPrefixes(prefixes);
         std::vector<uint64_t> leases;
         py::gil_scoped_release release;

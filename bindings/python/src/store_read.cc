@@ -48,7 +48,9 @@ std::vector<uint8_t> Found(auxstore_t* db, uint64_t ns, const std::vector<Prefix
 void RegisterStoreLookups(StoreClass& store) {
   store.def(
       "longest_prefix",
-      [](Store& s, uint64_t ns, py::handle candidates, uint64_t lease_ms) -> py::object {
+      [](Store& s, IntArg ns_arg, py::handle candidates, IntArg lease_ms_arg) -> py::object {
+        const uint64_t ns = ToU64(ns_arg, "ns");
+        const uint64_t lease_ms = ToU64(lease_ms_arg, "lease_ms");
         const std::vector<Prefix> c = ToPrefixes(candidates, "candidates");
         size_t index = 0;
         uint64_t lease = 0;
@@ -74,8 +76,12 @@ void RegisterStoreLookups(StoreClass& store) {
 
   store.def(
       "longest_prefix_for_tokens",
-      [](Store& s, uint64_t ns, py::handle tokens, uint32_t block_size, uint64_t salt,
-         uint64_t lease_ms) -> py::object {
+      [](Store& s, IntArg ns_arg, py::handle tokens, IntArg block_size_arg, IntArg salt_arg,
+         IntArg lease_ms_arg) -> py::object {
+        const uint64_t ns = ToU64(ns_arg, "ns");
+        const uint32_t block_size = ToU32(block_size_arg, "block_size");
+        const uint64_t salt = ToU64(salt_arg, "salt");
+        const uint64_t lease_ms = ToU64(lease_ms_arg, "lease_ms");
         const std::vector<uint32_t> t = ToTokens(tokens);
         Prefix p{};
         uint64_t covered = 0, lease = 0;
@@ -105,7 +111,8 @@ void RegisterStoreLookups(StoreClass& store) {
 
   store.def(
       "get_manifest",
-      [](Store& s, uint64_t ns, py::handle prefix) {
+      [](Store& s, IntArg ns_arg, py::handle prefix) {
+        const uint64_t ns = ToU64(ns_arg, "ns");
         const Prefix p = ToPrefix(prefix);
         Manifest mf;
         py::gil_scoped_release release;
@@ -130,7 +137,8 @@ void RegisterStoreLookups(StoreClass& store) {
 
   store.def(
       "get_manifests",
-      [](Store& s, uint64_t ns, py::handle prefixes) {
+      [](Store& s, IntArg ns_arg, py::handle prefixes) {
+        const uint64_t ns = ToU64(ns_arg, "ns");
         const std::vector<Prefix> ps = ToPrefixes(prefixes);
         std::vector<uint64_t> counts;
         std::vector<uint8_t> found;
@@ -150,7 +158,8 @@ void RegisterStoreLookups(StoreClass& store) {
 
   store.def(
       "exists_many",
-      [](Store& s, uint64_t ns, py::handle prefixes) {
+      [](Store& s, IntArg ns_arg, py::handle prefixes) {
+        const uint64_t ns = ToU64(ns_arg, "ns");
         const std::vector<Prefix> ps = ToPrefixes(prefixes);
         std::vector<uint8_t> found;
         {
@@ -164,7 +173,8 @@ void RegisterStoreLookups(StoreClass& store) {
 
   store.def(
       "exists",
-      [](Store& s, uint64_t ns, py::handle prefix) {
+      [](Store& s, IntArg ns_arg, py::handle prefix) {
+        const uint64_t ns = ToU64(ns_arg, "ns");
         const std::vector<Prefix> ps{ToPrefix(prefix)};
         py::gil_scoped_release release;
         return s.With([&](auxstore_t* db) { return Found(db, ns, ps, nullptr)[0] != 0; });
@@ -174,7 +184,8 @@ void RegisterStoreLookups(StoreClass& store) {
 
   store.def(
       "count_leading_stored",
-      [](Store& s, uint64_t ns, py::handle prefixes) {
+      [](Store& s, IntArg ns_arg, py::handle prefixes) {
+        const uint64_t ns = ToU64(ns_arg, "ns");
         const std::vector<Prefix> ps = ToPrefixes(prefixes);
         py::gil_scoped_release release;
         const std::vector<uint8_t> found =
@@ -189,7 +200,9 @@ void RegisterStoreLookups(StoreClass& store) {
 void RegisterStoreReads(StoreClass& store) {
   store.def(
       "get_layer",
-      [](Store& s, uint64_t ns, py::handle prefix, uint32_t layer) {
+      [](Store& s, IntArg ns_arg, py::handle prefix, IntArg layer_arg) {
+        const uint64_t ns = ToU64(ns_arg, "ns");
+        const uint32_t layer = ToU32(layer_arg, "layer");
         const Prefix p = ToPrefix(prefix);
         void* data = nullptr;
         size_t size = 0;
@@ -208,7 +221,8 @@ void RegisterStoreReads(StoreClass& store) {
 
   store.def(
       "read_layers_into",
-      [](Store& s, uint64_t ns, py::handle prefix, py::handle dests) {
+      [](Store& s, IntArg ns_arg, py::handle prefix, py::handle dests) {
+        const uint64_t ns = ToU64(ns_arg, "ns");
         const Prefix p = ToPrefix(prefix);
         Dests d = ToDests(dests, "dests");
         {
@@ -230,7 +244,9 @@ void RegisterStoreReads(StoreClass& store) {
 
   store.def(
       "read_layer_into",
-      [](Store& s, uint64_t ns, py::handle prefix, uint32_t layer, py::handle buffer) {
+      [](Store& s, IntArg ns_arg, py::handle prefix, IntArg layer_arg, py::handle buffer) {
+        const uint64_t ns = ToU64(ns_arg, "ns");
+        const uint32_t layer = ToU32(layer_arg, "layer");
         const Prefix p = ToPrefix(prefix);
         Buffer b(buffer, true, "buffer");
         auxstore_layer_dest_t d{layer, b.ptr(), b.len(), 0};
@@ -245,7 +261,8 @@ void RegisterStoreReads(StoreClass& store) {
 
   store.def(
       "batch_read_into",
-      [](Store& s, uint64_t ns, py::handle items) {
+      [](Store& s, IntArg ns_arg, py::handle items) {
+        const uint64_t ns = ToU64(ns_arg, "ns");
         std::vector<std::pair<Prefix, Dests>> all;
         size_t n = 0;
         for (py::handle it : py::iter(items)) {

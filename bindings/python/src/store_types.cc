@@ -48,9 +48,15 @@ void RegisterStoreTypes(py::module_& m) {
                                   "A namespace's geometry (auxstore_geometry_t). qsa_hd 0: no QSA "
                                   "layers; dsa_index_head_dim 0: no DSA layers.")
       .def(
-          py::init([](uint32_t qsa_hd, uint32_t qsa_max_tokens, uint32_t qsa_ratio,
-                      uint32_t qsa_rot, float qsa_theta, float qsa_eps, uint32_t dsa_index_head_dim,
-                      uint32_t dsa_capacity) {
+          py::init([](IntArg qsa_hd_arg, IntArg qsa_max_tokens_arg, IntArg qsa_ratio_arg,
+                      IntArg qsa_rot_arg, float qsa_theta, float qsa_eps,
+                      IntArg dsa_index_head_dim_arg, IntArg dsa_capacity_arg) {
+            const uint32_t qsa_hd = ToU32(qsa_hd_arg, "qsa_hd");
+            const uint32_t qsa_max_tokens = ToU32(qsa_max_tokens_arg, "qsa_max_tokens");
+            const uint32_t qsa_ratio = ToU32(qsa_ratio_arg, "qsa_ratio");
+            const uint32_t qsa_rot = ToU32(qsa_rot_arg, "qsa_rot");
+            const uint32_t dsa_index_head_dim = ToU32(dsa_index_head_dim_arg, "dsa_index_head_dim");
+            const uint32_t dsa_capacity = ToU32(dsa_capacity_arg, "dsa_capacity");
             return auxstore_geometry_t{qsa_hd,    qsa_max_tokens, qsa_ratio,          qsa_rot,
                                        qsa_theta, qsa_eps,        dsa_index_head_dim, dsa_capacity};
           }),
@@ -101,7 +107,8 @@ void RegisterStoreTypes(py::module_& m) {
       .def_readonly("layers", &Manifest::layers, "Its layers (LayerInfo), ascending.")
       .def(
           "layer",
-          [](const Manifest& mf, uint32_t layer) -> py::object {
+          [](const Manifest& mf, IntArg layer_arg) -> py::object {
+            const uint32_t layer = ToU32(layer_arg, "layer");
             for (const auto& l : mf.layers) {
               if (l.layer == layer) return py::cast(l);
             }

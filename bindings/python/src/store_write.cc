@@ -57,8 +57,11 @@ void RegisterStoreWrites(StoreClass& store) {
   store.def(
       "register_namespace",
       [](Store& s, const std::string& model_id, std::optional<auxstore_geometry_t> geometry,
-         std::optional<std::string> weight_revision, uint32_t tp_rank, uint32_t tp_world_size,
-         py::object opaque_layers, uint32_t page_tokens) {
+         std::optional<std::string> weight_revision, IntArg tp_rank_arg, IntArg tp_world_size_arg,
+         py::object opaque_layers, IntArg page_tokens_arg) {
+        const uint32_t tp_rank = ToU32(tp_rank_arg, "tp_rank");
+        const uint32_t tp_world_size = ToU32(tp_world_size_arg, "tp_world_size");
+        const uint32_t page_tokens = ToU32(page_tokens_arg, "page_tokens");
         CheckNoNul(model_id, "model_id");
         if (weight_revision) CheckNoNul(*weight_revision, "weight_revision");
         std::vector<auxstore_opaque_layer_desc_t> descs;
@@ -126,8 +129,11 @@ void RegisterStoreWrites(StoreClass& store) {
 
   store.def(
       "put",
-      [](Store& s, uint64_t ns, py::handle prefix, uint64_t token_count, py::handle layers,
-         py::handle token_digest, py::handle block_chain, uint32_t block_size) {
+      [](Store& s, IntArg ns_arg, py::handle prefix, IntArg token_count_arg, py::handle layers,
+         py::handle token_digest, py::handle block_chain, IntArg block_size_arg) {
+        const uint64_t ns = ToU64(ns_arg, "ns");
+        const uint64_t token_count = ToU64(token_count_arg, "token_count");
+        const uint32_t block_size = ToU32(block_size_arg, "block_size");
         const Prefix p = ToPrefix(prefix);
         Layers ls = ToLayers(layers, "layers");
         std::optional<Prefix> digest;
@@ -164,7 +170,8 @@ void RegisterStoreWrites(StoreClass& store) {
 
   store.def(
       "batch_put",
-      [](Store& s, uint64_t ns, py::handle items) {
+      [](Store& s, IntArg ns_arg, py::handle items) {
+        const uint64_t ns = ToU64(ns_arg, "ns");
         struct Item {
           Prefix p;
           uint64_t tokens;
@@ -199,7 +206,8 @@ void RegisterStoreWrites(StoreClass& store) {
 
   store.def(
       "erase",
-      [](Store& s, uint64_t ns, py::handle prefix) {
+      [](Store& s, IntArg ns_arg, py::handle prefix) {
+        const uint64_t ns = ToU64(ns_arg, "ns");
         const Prefix p = ToPrefix(prefix);
         py::gil_scoped_release release;
         s.With([&](auxstore_t* db) {

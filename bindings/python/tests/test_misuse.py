@@ -155,6 +155,18 @@ def cast_cases(store, ns, backend, pipeline, state, stream, store_path):
         (lambda: auxstore.prefix_hash(None, 1), TypeError, "tokens"),
         (lambda: store.exists_many(ns, None), TypeError, "prefixes"),
         (lambda: auxstore.Backend("host", device="zero"), TypeError, "device"),
+        # Top-level integer arguments name themselves too.
+        (lambda: store.read_layer_into(ns, p, -1, bytearray(8)), ValueError, "layer is -1"),
+        (lambda: store.read_layer_into(ns, p, 2**40, bytearray(8)), OverflowError, "layer"),
+        (lambda: store.read_layer_into(ns, p, "zero", bytearray(8)), TypeError, "layer"),
+        (lambda: store.get_layer(ns, p, -1), ValueError, "layer"),
+        (lambda: store.exists(None, p), TypeError, "ns must be an int"),
+        (lambda: store.lease_acquire(ns, p, -5), ValueError, "lease_ms"),
+        (lambda: store.put(ns, p, -1, [(2, "opaque", b"x")]), ValueError, "token_count"),
+        (lambda: backend.synchronize(-1), ValueError, "stream"),
+        (lambda: backend.borrow_opaque(-8, capacity=8), ValueError, "buffer"),
+        (lambda: state.set_counters(-1), ValueError, "count"),
+        (lambda: auxstore.prefix_hash([1, 2], -1), ValueError, "block_size"),
     ]
 
 
