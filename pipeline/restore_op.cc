@@ -410,14 +410,20 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
 
   // ---- completion ----------------------------------------------------------
 
-  // Records the first failure (later ones are dropped). Outside the stream
+  // Records the first failure (later ones are dropped), except that a
+  // Corruption replaces a NotFound: the lane whose read found damage
+  // quarantines the snapshot inside the store's read, and another lane may
+  // find it gone first (found by pipeline_damage_test). Outside the stream
   // phase it completes the restore at once; while lanes run, the last lane
   // to stop does (EndLane).
   void Fail(Status st, bool quarantine = false) {
     bool complete_now = false;
     {
       std::lock_guard lock(mu_);
-      if (failed_) return;
+      if (failed_) {
+        if (st.IsCorruption() && error_.IsNotFound()) error_ = st;
+        return;
+      }
       failed_ = true;
       error_ = st;
       complete_now = lanes_running_ == 0;
