@@ -114,9 +114,8 @@ void RegisterPipeline(py::module_& m) {
       "for running restores and accepted snapshots.");
   pipeline.def(
       py::init([](std::shared_ptr<Store> store, std::shared_ptr<Backend> backend,
-                  std::optional<size_t> staging_buffers, std::optional<size_t> staging_bytes,
-                  std::optional<size_t> io_threads, std::optional<size_t> restore_read_ahead,
-                  std::optional<size_t> snapshot_queue, std::optional<uint64_t> snapshot_bytes) {
+                  IntArg staging_buffers, IntArg staging_bytes, IntArg io_threads,
+                  IntArg restore_read_ahead, IntArg snapshot_queue, IntArg snapshot_bytes) {
         ForbidInLogCallback();
         if (!store) throw py::type_error("store must be an auxstore.Store, not None");
         if (!backend) throw py::type_error("backend must be an auxstore.Backend, not None");
@@ -124,12 +123,16 @@ void RegisterPipeline(py::module_& m) {
         auxstore_pipeline_options_init(&o);
         // As auxstore_pipeline_create does by default: a staging buffer holds a chunk.
         o.staging_bytes = std::max<size_t>(o.staging_bytes, store->chunk_bytes());
-        if (staging_buffers) o.staging_buffers = *staging_buffers;
-        if (staging_bytes) o.staging_bytes = *staging_bytes;
-        if (io_threads) o.io_threads = *io_threads;
-        if (restore_read_ahead) o.restore_read_ahead = *restore_read_ahead;
-        if (snapshot_queue) o.snapshot_queue = *snapshot_queue;
-        if (snapshot_bytes) o.snapshot_bytes = *snapshot_bytes;
+        // None: the default; otherwise a count or size, checked and named.
+        auto option = [](const IntArg& a, const char* name, auto* field) {
+          if (!a.obj.is_none()) *field = ToBytes(a.obj, name);
+        };
+        option(staging_buffers, "staging_buffers", &o.staging_buffers);
+        option(staging_bytes, "staging_bytes", &o.staging_bytes);
+        option(io_threads, "io_threads", &o.io_threads);
+        option(restore_read_ahead, "restore_read_ahead", &o.restore_read_ahead);
+        option(snapshot_queue, "snapshot_queue", &o.snapshot_queue);
+        option(snapshot_bytes, "snapshot_bytes", &o.snapshot_bytes);
         py::gil_scoped_release release;
         auto sl = store->LockOpen();
         auto bl = backend->LockOpen();

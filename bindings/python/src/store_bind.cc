@@ -96,8 +96,14 @@ void RegisterStore(py::module_& m) {
       "An open auxstore store (auxstore_open). A context manager: close() on exit. Every call "
       "releases the GIL; any number of threads may use one Store at once.");
   store
-      .def(py::init<py::object, uint64_t, uint64_t, py::object, py::object, bool, bool, py::object,
-                    int>(),
+      .def(py::init([](py::object path, IntArg capacity_bytes, IntArg ttl_seconds,
+                       py::object chunk_bytes, py::object durability, bool read_only,
+                       bool create_if_missing, py::object log, IntArg log_level) {
+             return std::make_shared<Store>(
+                 std::move(path), ToU64(capacity_bytes, "capacity_bytes"),
+                 ToU64(ttl_seconds, "ttl_seconds"), std::move(chunk_bytes), std::move(durability),
+                 read_only, create_if_missing, std::move(log), ToInt(log_level.obj, "log_level"));
+           }),
            py::arg("path"), py::kw_only(), py::arg("capacity_bytes") = 0,
            py::arg("ttl_seconds") = 0, py::arg("chunk_bytes") = py::none(),
            py::arg("durability") = "sync", py::arg("read_only") = false,

@@ -167,6 +167,10 @@ def cast_cases(store, ns, backend, pipeline, state, stream, store_path):
         (lambda: backend.borrow_opaque(-8, capacity=8), ValueError, "buffer"),
         (lambda: state.set_counters(-1), ValueError, "count"),
         (lambda: auxstore.prefix_hash([1, 2], -1), ValueError, "block_size"),
+        (lambda: auxstore.Store(store_path + "-4", capacity_bytes=-1), ValueError,
+         "capacity_bytes"),
+        (lambda: auxstore.Pipeline(store, backend, staging_bytes=-3), ValueError,
+         "staging_bytes"),
     ]
 
 
