@@ -216,11 +216,10 @@ TEST_F(PipelineTest, SnapshotsAreShedWhenTheQueueIsFull) {
   store_->CloseGate();  // the store falls behind
   EXPECT_TRUE(p->Snapshot(ns_, PrefixFromSeed(80), 1, src.sources(), stream_).ok());
   EXPECT_TRUE(p->Snapshot(ns_, PrefixFromSeed(81), 1, src.sources(), stream_).ok());
-  const auto t0 = std::chrono::steady_clock::now();
+  // Shedding never blocks: the gate stays closed until after this call, so a
+  // Snapshot that waited for room would never return (ctest's timeout).
   Status shed = p->Snapshot(ns_, PrefixFromSeed(82), 1, src.sources(), stream_);
   EXPECT_EQ(shed.code(), StatusCode::kCapacity) << shed.ToString();
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(100))
-      << "shedding never blocks";
   EXPECT_EQ(p->stats().snapshots_shed, 1u);
   store_->OpenGate();
   EXPECT_TRUE(p->Flush().ok());
