@@ -7,7 +7,7 @@
  * outside the C ABI's is a failure); then `auxstore verify` must pass on
  * the sequence's store.
  *
- *   capi_misuse_fuzz_test [sequences [first_seed]]   (defaults 160, 1) */
+ *   capi_misuse_fuzz_test [sequences [first_seed]]   (defaults 120, 1) */
 #include <stdint.h>
 #include <sys/stat.h>
 
@@ -65,6 +65,22 @@ static uint64_t some_size(void) {
   }
 }
 
+/* Completions run on pipeline threads: they only count. */
+static volatile int g_completions;
+static void on_restore_done(void* arg, int code, const char* message) {
+  (void)arg;
+  (void)code;
+  (void)message;
+  __atomic_add_fetch(&g_completions, 1, __ATOMIC_RELAXED);
+}
+static void on_snapshot_done(void* arg, const uint8_t* prefix, int code, const char* message) {
+  (void)arg;
+  (void)prefix;
+  (void)code;
+  (void)message;
+  __atomic_add_fetch(&g_completions, 1, __ATOMIC_RELAXED);
+}
+
 static void run_sequence(void* arg) {
   const sequence_t* sq = arg;
   alarm(60); /* a hang is a failure too */
@@ -90,7 +106,7 @@ static void run_sequence(void* arg) {
     uint8_t pre[16];
     prefix_of(pre, pick(4));
     int rc = 0;
-    const unsigned what = pick(30);
+    const unsigned what = pick(34);
     if (g_trace) fprintf(stderr, "op %d: case %u\n", op, what);
     switch (what) {
       case 0: {
@@ -226,6 +242,33 @@ static void run_sequence(void* arg) {
         rc = auxstore_pipeline_stats(p, &out, &g_err);
         break;
       }
+      case 30: {
+        auxstore_restore_target_t t = {0, s};
+        rc = auxstore_restore(p, ns, pre, &t, 1, on_restore_done, NULL, &g_err);
+        break;
+      }
+      case 31: {
+        auxstore_snapshot_source_t src = {0, s};
+        rc = auxstore_snapshot_with_done(p, ns, pre, 16, &src, 1, auxstore_pipeline_stream(p), NULL,
+                                         on_snapshot_done, NULL, &g_err);
+        break;
+      }
+      case 32: {
+        uint32_t layers[4];
+        size_t n = 0;
+        code(auxstore_restore_layers_done(h, layers, 4, &n, &g_err), op);
+        (void)auxstore_restore_layer_done(h, 0);
+        rc = auxstore_restore_wait_layer(h, 0, &g_err);
+        break;
+      }
+      case 33: {
+        uint64_t ptrs[3];
+        size_t n = 0;
+        (void)auxstore_state_kind(s);
+        (void)auxstore_state_is_borrowed(s);
+        rc = auxstore_state_buffers(s, ptrs, &n, &g_err);
+        break;
+      }
     }
     code(rc, op);
   }
@@ -258,7 +301,7 @@ static void run_sequence(void* arg) {
 
 int main(int argc, char** argv) {
   g_trace = getenv("AUXSTORE_FUZZ_TRACE") != NULL;
-  const long n = argc > 1 ? atol(argv[1]) : 160;
+  const long n = argc > 1 ? atol(argv[1]) : 120;
   const uint64_t first = argc > 2 ? strtoull(argv[2], NULL, 10) : 1;
   char root[256];
   snprintf(root, sizeof root, "/tmp/auxstore_fuzz_XXXXXX");
