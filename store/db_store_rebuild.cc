@@ -31,6 +31,7 @@
 #include "store/bytes.h"
 #include "store/db_store.h"
 #include "store/keys.h"
+#include "store/sst_block_salvage.h"
 
 namespace auxstore::store_internal {
 namespace {
@@ -176,7 +177,7 @@ Status DbStore::RewriteFamily(int cf, const std::set<std::string>& damaged, Repa
       if (f.column_family_name == name) before.push_back(std::move(f));
     }
   }
-  uint64_t kept = 0, dropped = 0;
+  uint64_t kept = 0, dropped = 0, salvaged = 0;
   {
     // Block checksums stay on: a damaged block is never parsed (RocksDB's
     // parser may abort on one). The walk resumes past it at the next key
@@ -188,6 +189,30 @@ Status DbStore::RewriteFamily(int cf, const std::set<std::string>& damaged, Repa
     std::string last;
     std::optional<std::vector<std::string>> candidates;
     std::set<std::string> kept_keys;  // manifests only: the snapshots that stay
+    std::set<std::string> blocks_seen;
+    // The entries of the damaged block a read stopped at (sst_block_salvage),
+    // each checked by its envelope and kept only where no other version
+    // reads (the lookup of its key fails on the damaged block itself).
+    // Not records: a snapshot with records in a damaged block is removed and
+    // reported, as repair always did (a read of it failed).
+    auto salvage = [&](const rocksdb::Status& st) {
+      if (cf == kRecords) return;
+      auto b = DamagedBlockOf(st.ToString());
+      if (!b || !blocks_seen.insert(b->file + "@" + std::to_string(b->offset)).second) return;
+      std::set<std::string> decided;  // a block holds a key's newest version first
+      for (const SalvagedEntry& e : SalvageDataBlock(*b)) {
+        if (!decided.insert(e.user_key).second || !e.is_value) continue;
+        if (!EntryIntact(cf, e.user_key, e.value) ||
+            (cf == kRefs && !RefStillTrue(e.user_key, e.value))) {
+          continue;
+        }
+        std::string current;
+        if (!db_->Get(HotReadOptions(), h, e.user_key, &current).IsCorruption()) continue;
+        (void)batch.Put(h, e.user_key, e.value);
+        if (cf == kManifests) kept_keys.insert(e.user_key);
+        ++salvaged;
+      }
+    };
     size_t next = 0;
     for (it->SeekToFirst();;) {
       for (; it->Valid(); it->Next()) {
@@ -207,7 +232,8 @@ Status DbStore::RewriteFamily(int cf, const std::set<std::string>& damaged, Repa
         }
       }
       if (it->status().ok()) break;
-      ++dropped;  // at least one entry, in the damaged block
+      ++dropped;  // a damaged block
+      salvage(it->status());
       if (!candidates) candidates = RewriteCandidates(cf);
       bool resumed = false;
       while (!resumed && next < candidates->size()) {
@@ -215,6 +241,7 @@ Status DbStore::RewriteFamily(int cf, const std::set<std::string>& damaged, Repa
         if (c <= last) continue;
         it->Seek(c);
         resumed = it->status().ok();
+        if (!resumed) salvage(it->status());
       }
       if (!resumed) break;
     }
@@ -255,9 +282,10 @@ Status DbStore::RewriteFamily(int cf, const std::set<std::string>& damaged, Repa
                                 " is still live after its column family was rewritten");
     }
   }
-  Log(LogLevel::kWarn, "repair rewrote " + name +
-                           " around its damaged files: " + std::to_string(kept) +
-                           " entries kept, " + std::to_string(dropped) + " damaged ones dropped");
+  Log(LogLevel::kWarn,
+      "repair rewrote " + name + " around its damaged files: " + std::to_string(kept) +
+          " entries kept, " + std::to_string(salvaged) + " salvaged from damaged blocks, " +
+          std::to_string(dropped) + " damaged blocks or entries lost");
   return Status::Ok();
 }
 

@@ -782,21 +782,22 @@ Status DbStore::RemoveCorrupt(const VerifyReport& report, RepairReport* out,
   return Status::Ok();
 }
 
-// Corrupt snapshots go; then every column family with a damaged file is
-// rewritten around it and the derived metadata is rebuilt
-// (db_store_rebuild.cc), and what is left is verified again: after a repair,
-// verify is clean unless a problem is listed as not repaired.
+// Every column family with a damaged file is rewritten around it and the
+// derived metadata is rebuilt (db_store_rebuild.cc); the store is verified
+// again and the snapshots still damaged go. After a repair, verify is clean
+// unless a problem is listed as not repaired.
 Result<RepairReport> DbStore::Repair(const VerifyReport& report) {
   AUXSTORE_RETURN_IF_ERROR(CheckWritable());
   RepairReport out;
   out.accepted_data_loss = lost_commits_at_open_ > 0;
   std::vector<std::string> left_alone;
-  AUXSTORE_RETURN_IF_ERROR(RemoveCorrupt(report, &out, &left_alone));
-  if (report.store_problems.empty() && report.corrupt.empty()) {
-    out.not_repaired = std::move(left_alone);
-    return out;
-  }
+  if (report.store_problems.empty() && report.corrupt.empty()) return out;
   AUXSTORE_ASSIGN_OR_RETURN(auto damaged, DamagedFiles());
+  // With damaged files, the snapshots are judged after the rewrite, which
+  // keeps every intact entry of a damaged block.
+  if (damaged.empty()) {
+    AUXSTORE_RETURN_IF_ERROR(RemoveCorrupt(report, &out, &left_alone));
+  }
   bool changed = !damaged.empty();
   for (const auto& [cf, files] : damaged) {
     Status s = RewriteFamily(cf, files, &out);
