@@ -13,6 +13,9 @@ packages=(
   # the Python binding (bindings/python), built for Debian's /usr/bin/python3
   python3-dev pybind11-dev python3-pybind11
   python3-numpy python3-pytest python3-prometheus-client
+  # torch tensors as host buffers (bindings/python/tests/test_torch.py): CPU
+  # build from Debian, so those tests run instead of skipping
+  python3-torch
 )
 # The Rust binding (bindings/rust): Debian's cargo and rustc, unless a Rust
 # toolchain (rustup's) is already there. Its crates need nothing else.

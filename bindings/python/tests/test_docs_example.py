@@ -28,7 +28,10 @@ def block_with(*needles):
 
 
 def run(code, **names):
-    exec(compile(code, "docs/python.md", "exec"), {"__name__": "__doc_example__", **names})
+    """Runs a block; returns the names it left (its globals)."""
+    env = {"__name__": "__doc_example__", **names}
+    exec(compile(code, "docs/python.md", "exec"), env)
+    return env
 
 
 def test_every_python_block_is_run_here():
@@ -58,7 +61,17 @@ def test_the_metrics_snippet_runs(store, ns, pipeline):
 
 
 def test_the_log_hook_snippet_runs(store_path):
-    run(block_with("my_callable", "log_to"), auxstore=auxstore, path=store_path)
+    left = run(block_with("my_callable", "log_to"), auxstore=auxstore, path=store_path)
+    records = left["records"]
+    # What the callable was given: (int level, "auxstore" | "rocksdb", text).
+    assert records, "the log callable was never called"
+    for level, source, message in records:
+        assert isinstance(level, int) and level >= auxstore.LOG_INFO
+        assert source in ("auxstore", "rocksdb")
+        assert isinstance(message, str) and message
+    # The three opens left one store behind, as the first made it.
+    with auxstore.Store(store_path) as s:
+        assert s.stats().snapshots == 0
 
 
 def test_the_paged_put_snippet_runs(store, ns):

@@ -225,31 +225,42 @@ def test_snapshot_write_behind_and_shedding(store, ns, backend):
 
 
 def test_gil_released_during_restore(store, ns, backend):
+    """A Python thread counts while restore_wait waits in C (a counter, not a
+    clock: see test_store.test_gil_released_during_io)."""
     n = 16
     store.put(ns, prefix(1), 1, [(i, "opaque", random_bytes(2 << 20, i)) for i in range(n)])
-    ticks = []
+    ticks = [0]
+    in_call = threading.Event()
     stop = threading.Event()
 
     def spin():
         while not stop.is_set():
-            ticks.append(time.monotonic())
+            if in_call.is_set():
+                ticks[0] += 1
             time.sleep(0.0005)
 
     with auxstore.Pipeline(store, backend, staging_bytes=64 * 1024) as p:
-        targets = {i: backend.opaque_state(2 << 20) for i in range(n)}
         th = threading.Thread(target=spin)
         th.start()
+        best = 0
+        used = []
         try:
-            time.sleep(0.02)
-            t0 = time.monotonic()
-            p.restore_wait(ns, prefix(1), targets)
-            t1 = time.monotonic()
+            for _ in range(5):
+                targets = {i: backend.opaque_state(2 << 20) for i in range(n)}
+                used.append(targets)
+                ticks[0] = 0
+                in_call.set()
+                p.restore_wait(ns, prefix(1), targets)
+                in_call.clear()
+                best = max(best, ticks[0])
+                if best >= 10:
+                    break
         finally:
             stop.set()
             th.join()
-        during = [x for x in ticks if t0 < x < t1]
-        assert t1 - t0 > 0.02
-        assert len(during) >= 10, (len(during), t1 - t0)
+        assert best >= 10, best
+        for earlier in used[:-1]:
+            release_all(earlier)
         assert targets[3].counters == (2 << 20, 0)
         release_all(targets)
 

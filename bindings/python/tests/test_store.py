@@ -263,33 +263,42 @@ def test_store_gc_closes(store_path):
 
 
 def test_gil_released_during_io(store, ns):
-    """Another Python thread runs while put / read_layers_into are in C."""
+    """Another Python thread runs while put / read_layers_into are in C.
+
+    A counter, not a clock: a thread spinning in Python counts while the calls
+    run. Holding the GIL through the calls would leave at most the ticks of a
+    switch or two inside the window, whatever its length; releasing it lets
+    the spinner count on. Up to five tries (on a loaded machine the spinner may
+    get no core during one); none may be needed twice."""
     import threading
 
     data = random_bytes(48 << 20, 3)
-    ticks = []
+    out = np.empty_like(data)
+    ticks = [0]
+    in_call = threading.Event()
     stop = threading.Event()
 
     def spin():
         while not stop.is_set():
-            ticks.append(time.monotonic())
+            if in_call.is_set():
+                ticks[0] += 1
             time.sleep(0.0005)
 
     t = threading.Thread(target=spin)
     t.start()
+    best = 0
     try:
-        time.sleep(0.02)
-        t0 = time.monotonic()
-        store.put(ns, prefix(1), 1, [(2, "opaque", data)])
-        out = np.empty_like(data)
-        store.read_layers_into(ns, prefix(1), {2: out})
-        t1 = time.monotonic()
+        for attempt in range(5):
+            ticks[0] = 0
+            in_call.set()
+            store.put(ns, prefix(1 + attempt), 1, [(2, "opaque", data)])
+            store.read_layers_into(ns, prefix(1 + attempt), {2: out})
+            in_call.clear()
+            best = max(best, ticks[0])
+            if best >= 10:
+                break
     finally:
         stop.set()
         t.join()
-    during = [x for x in ticks if t0 < x < t1]
-    # Holding the GIL through ~100 ms of I/O would leave at most a couple of
-    # switch intervals' worth of ticks inside the window.
-    assert t1 - t0 > 0.02
-    assert len(during) >= 10, (len(during), t1 - t0)
+    assert best >= 10, best
     assert np.array_equal(out, data)
