@@ -203,23 +203,6 @@ TEST(EnvelopeDecode, NonzeroFlagsAreNamedInHex) {
   EXPECT_ERROR(DecodeBoth(v), kCorruption, "record has unknown flags 0xab00");
 }
 
-TEST(EnvelopeDecode, EveryTruncationIsRejected) {
-  const auto good = Envelope(RandomBytes(10, 6));
-  for (size_t n = 0; n < good.size(); ++n) {
-    SCOPED_TRACE(n);
-    auto r = DecodeBoth(ByteSpan(good).first(n));
-    if (n < 24) {
-      EXPECT_ERROR(
-          r, kCorruption,
-          "record truncated: " + std::to_string(n) + " bytes, an envelope header needs 24");
-    } else {
-      EXPECT_ERROR(r, kCorruption,
-                   "record length mismatch: header says 10 payload bytes, value holds " +
-                       std::to_string(n - 24) + " (truncated)");
-    }
-  }
-}
-
 TEST(EnvelopeDecode, TrailingBytesAreALengthMismatch) {
   auto v = Envelope(RandomBytes(10, 6));
   v.push_back(0);

@@ -64,7 +64,7 @@ TEST(NamespaceIdentity, ASpecWithoutIdentityFieldsKeepsItsOldIdAndRecord) {
   EXPECT_EQ(NamespaceFingerprint(with_defaults), NamespaceFingerprint(s));
 }
 
-TEST(NamespaceIdentity, V2RecordRoundTripsAndEveryTruncationIsRefused) {
+TEST(NamespaceIdentity, V2RecordRoundTripsAndALongerOneIsRefused) {
   const NamespaceSpec s = WithIdentity();
   const std::string rec = internal::EncodeNamespaceSpec(s);
   EXPECT_EQ(rec[0], 2);
@@ -76,9 +76,7 @@ TEST(NamespaceIdentity, V2RecordRoundTripsAndEveryTruncationIsRefused) {
   EXPECT_EQ(back->tp_world_size, 4u);
   EXPECT_EQ(back->opaque_layers, s.opaque_layers);
   EXPECT_EQ(NamespaceFingerprint(*back), NamespaceFingerprint(s));
-  for (size_t n = 0; n < rec.size(); ++n) {
-    EXPECT_TRUE(internal::DecodeNamespaceSpec(bytes.first(n)).status().IsCorruption()) << n;
-  }
+  // Every truncation: tests/format/truncation_test.cc.
   std::string longer = rec + "x";
   EXPECT_TRUE(internal::DecodeNamespaceSpec(
                   {reinterpret_cast<const uint8_t*>(longer.data()), longer.size()})

@@ -165,8 +165,8 @@ TEST_P(IoFaultsOnWrites, OneAndEightThreads) {
 }
 
 INSTANTIATE_TEST_SUITE_P(IoFaults, IoFaultsOnWrites, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return std::string(info.param ? "Enospc" : "Eio");
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return std::string(p.param ? "Enospc" : "Eio");
                          });
 
 // EIO on reads: every GetLayer returns the written bytes or an error; a

@@ -143,7 +143,7 @@ INSTANTIATE_TEST_SUITE_P(
                       ReputCase{"bigB", Via::kCxxNoMaintenance, "IngestedThroughCxxApi"},
                       ReputCase{"smallB", Via::kCxxNoMaintenance, "ThroughTheWalThroughCxxApi"},
                       ReputCase{"bigB", Via::kImport, "ByAuxstoreImport"}),
-    [](const ::testing::TestParamInfo<ReputCase>& info) { return info.param.name; });
+    [](const ::testing::TestParamInfo<ReputCase>& p) { return p.param.name; });
 
 }  // namespace
 }  // namespace auxstore::trust
