@@ -3,6 +3,7 @@
  * destroy and release; use after close; a pipeline or state outliving its
  * store or backend; handles of the wrong type and pointers auxstore never
  * handed out. Every store a case touched must then pass `auxstore verify`. */
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
@@ -279,6 +280,62 @@ static void target_twice(void* dir) {
          "each layer needs its own state");
   EXPECT(auxstore_restore_wait(p, e.ns, pre, t, 1, &g_err), AUXSTORE_OK, "");
   EXPECT(auxstore_state_release(s, &g_err), AUXSTORE_OK, "");
+  auxstore_pipeline_destroy(p);
+  auxstore_backend_destroy(e.be);
+  auxstore_close(e.db);
+}
+
+/* A state a restore still fills is not released or used (AUXSTORE_BUSY,
+ * nothing changes); once the restore is done it is. The restore is held in
+ * its on_layer callback until the main thread has tried. */
+static pthread_mutex_t g_hold_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_hold_cv = PTHREAD_COND_INITIALIZER;
+static int g_held = 0, g_let_go = 0;
+
+static void hold_layer(void* arg, uint32_t layer) {
+  (void)arg;
+  (void)layer;
+  pthread_mutex_lock(&g_hold_mu);
+  g_held = 1;
+  pthread_cond_broadcast(&g_hold_cv);
+  while (!g_let_go) pthread_cond_wait(&g_hold_cv, &g_hold_mu);
+  pthread_mutex_unlock(&g_hold_mu);
+}
+
+static void release_during_restore(void* dir) {
+  env_t e = open_env(dir);
+  put_opaque(&e, 14, 300);
+  auxstore_pipeline_t* p = NULL;
+  EXPECT(auxstore_pipeline_create(e.db, e.be, &p, &g_err), AUXSTORE_OK, "");
+  auxstore_state_t* s = NULL;
+  EXPECT(auxstore_opaque_state_create(e.be, 4096, &s, &g_err), AUXSTORE_OK, "");
+  auxstore_restore_target_t t = {0, s};
+  uint8_t pre[16];
+  prefix_of(pre, 14);
+  auxstore_restore_options_t o;
+  auxstore_restore_options_init(&o);
+  o.on_layer = hold_layer;
+  auxstore_restore_handle_t* h = NULL;
+  EXPECT(auxstore_restore_start(p, e.ns, pre, &t, 1, &o, &h, &g_err), AUXSTORE_OK, "");
+  pthread_mutex_lock(&g_hold_mu);
+  while (!g_held) pthread_cond_wait(&g_hold_cv, &g_hold_mu);
+  pthread_mutex_unlock(&g_hold_mu);
+  EXPECT(auxstore_state_release(s, &g_err), AUXSTORE_BUSY, "restore still running");
+  void* data = NULL;
+  size_t size = 0;
+  EXPECT(auxstore_state_read(s, &data, &size, &g_err), AUXSTORE_BUSY, "restore still running");
+  EXPECT(auxstore_restore_wait(p, e.ns, pre, &t, 1, &g_err), AUXSTORE_BUSY,
+         "restore still running");
+  pthread_mutex_lock(&g_hold_mu);
+  g_let_go = 1;
+  pthread_cond_broadcast(&g_hold_cv);
+  pthread_mutex_unlock(&g_hold_mu);
+  EXPECT(auxstore_restore_join(h, &g_err), AUXSTORE_OK, "");
+  uint64_t count = 0;
+  EXPECT(auxstore_state_counters(s, &count, NULL, &g_err), AUXSTORE_OK, "");
+  EXPECT_TRUE(count == 300);
+  EXPECT(auxstore_state_release(s, &g_err), AUXSTORE_OK, "");
+  auxstore_restore_handle_release(h);
   auxstore_pipeline_destroy(p);
   auxstore_backend_destroy(e.be);
   auxstore_close(e.db);
@@ -629,6 +686,7 @@ static const case_t kCases[] = {
     {"state_outlives_backend", state_outlives_backend},
     {"foreign_handles", foreign_handles},
     {"target_twice", target_twice},
+    {"release_during_restore", release_during_restore},
     {"qsa_other_head_dim", qsa_other_head_dim},
     {"lease_release_not_found", lease_release_not_found},
     {"read_bytes_include_headers", read_bytes_include_headers},
