@@ -138,7 +138,9 @@ const Reference& Ref() {
   return *ref;
 }
 
-void DamageAndRepair(const std::string& cf) {
+// Trial `trial` of `trials` flips the byte at (trial + 1) / (trials + 1) of
+// the data blocks: one trial (the default) hits the middle.
+void DamageAndRepair(const std::string& cf, int trial, int trials) {
   const Reference& ref = Ref();
   ScratchDir root("derived-damage");
   const std::string dir = root.Sub("store");
@@ -148,9 +150,10 @@ void DamageAndRepair(const std::string& cf) {
   uint64_t data_bytes = 0;
   ASSERT_TRUE(FindSst(dir, cf, &sst, &data_bytes)) << "no SST of " << cf;
   ASSERT_GT(data_bytes, 0u);
-  FlipByte(sst, data_bytes / 2);
+  const uint64_t at = data_bytes * static_cast<uint64_t>(trial + 1) / (trials + 1);
+  FlipByte(sst, at);
   std::printf("%s: flipped byte %llu of %s (%llu bytes of data blocks)\n", cf.c_str(),
-              (unsigned long long)(data_bytes / 2), sst.c_str(), (unsigned long long)data_bytes);
+              (unsigned long long)at, sst.c_str(), (unsigned long long)data_bytes);
 
   const ReadReport before = ReadAll(dir);
   ASSERT_TRUE(before.opened) << before.open_message;
@@ -213,11 +216,19 @@ void DamageAndRepair(const std::string& cf) {
   EXPECT_TRUE(v3.Exited(0)) << "verify after compact: " << v3.Describe() << "\n" << v3.out;
 }
 
-TEST(TrustDerivedDamage, RunsBlock) { DamageAndRepair("auxstore.runs"); }
-TEST(TrustDerivedDamage, RefsBlock) { DamageAndRepair("auxstore.refs"); }
-TEST(TrustDerivedDamage, PagesBlock) { DamageAndRepair("auxstore.pages"); }
-TEST(TrustDerivedDamage, RecordsBlock) { DamageAndRepair("auxstore.records"); }
-TEST(TrustDerivedDamage, ManifestsBlock) { DamageAndRepair("auxstore.manifests"); }
+// --cycles N: N positions in each family's data blocks.
+void EachTrial(const std::string& cf) {
+  const int trials = Cycles(1);
+  for (int i = 0; i < trials && !::testing::Test::HasFatalFailure(); ++i) {
+    DamageAndRepair(cf, i, trials);
+  }
+}
+
+TEST(TrustDerivedDamage, RunsBlock) { EachTrial("auxstore.runs"); }
+TEST(TrustDerivedDamage, RefsBlock) { EachTrial("auxstore.refs"); }
+TEST(TrustDerivedDamage, PagesBlock) { EachTrial("auxstore.pages"); }
+TEST(TrustDerivedDamage, RecordsBlock) { EachTrial("auxstore.records"); }
+TEST(TrustDerivedDamage, ManifestsBlock) { EachTrial("auxstore.manifests"); }
 
 }  // namespace
 }  // namespace auxstore::trust
