@@ -151,9 +151,10 @@ class DbStore final : public Store {
   // (value: the snapshot key) the commit batch clears.
   Status WriteIngested(NamespaceId ns, PutId put, const std::string& snapshot_key,
                        std::span<const OwnStream> streams);
-  // Adds the manifest to `batch` and commits it.
+  // Adds the manifest to `batch` and commits it. `shares_pages`: it reads
+  // pages of earlier puts, whose commits are made durable first (kAsync).
   Status CommitManifest(rocksdb::WriteBatch* batch, NamespaceId ns, const Prefix& prefix,
-                        const Manifest& manifest);
+                        const Manifest& manifest, bool shares_pages);
   // Adds the next commit sequence to `batch` and writes it (synced: then
   // the watermark advances). CommitLocked: the caller holds commit_mu_.
   Status Commit(rocksdb::WriteBatch* batch, bool sync, const std::string& what);

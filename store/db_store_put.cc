@@ -355,7 +355,7 @@ Status DbStore::PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t token
       }
     }
     for (const auto& [o, rec] : owners) (void)batch.Put(cf_[kRefs], RefKey(ns, o, put_id), skey);
-    AUXSTORE_RETURN_IF_ERROR(CommitManifest(&batch, ns, prefix, m));
+    AUXSTORE_RETURN_IF_ERROR(CommitManifest(&batch, ns, prefix, m, !owners.empty()));
   }
   ++puts_;
   bytes_written_ += own_bytes;

@@ -166,13 +166,24 @@ Status DbStore::WriteIngested(NamespaceId ns, PutId put, const std::string& skey
 }
 
 Status DbStore::CommitManifest(rocksdb::WriteBatch* batch, NamespaceId ns, const Prefix& prefix,
-                               const Manifest& manifest) {
+                               const Manifest& manifest, bool shares_pages) {
   const std::string skey = SnapshotKey(ns, prefix);
   const std::string value =
       EncodeEnvelope(Bytes(skey), RecordKind::kManifest, Bytes(EncodeManifest(manifest)));
   AUXSTORE_RETURN_IF_ERROR(FromRocks(batch->Put(cf_[kManifests], skey, value), "batch"));
-  return Commit(batch, options_.durability == Durability::kSync,
-                "commit the manifest of " + prefix.ToHex());
+  const bool sync = options_.durability == Durability::kSync;
+  std::lock_guard lock(commit_mu_);
+  // A kAsync manifest that reads pages of earlier puts must never outlive
+  // them: their records and run records may sit in a WAL nobody synced yet,
+  // and a power cut may keep a newer WAL's tail while it drops an older
+  // one's (files are not ordered), which would leave this manifest visible
+  // and torn (found by power_loss_test's partial tails, cycle 134 of 1000).
+  // So the commits before it become durable first; its own stays async.
+  if (!sync && shares_pages && commit_seq_ > watermark_) {
+    AUXSTORE_RETURN_IF_ERROR(Guard(db_->SyncWAL(), "sync the puts whose pages a put shares"));
+    AUXSTORE_RETURN_IF_ERROR(AdvanceWatermark(commit_seq_));
+  }
+  return CommitLocked(batch, sync, "commit the manifest of " + prefix.ToHex());
 }
 
 // Every change to which snapshots are visible (a put, an erase, an eviction,

@@ -148,25 +148,20 @@ TEST_F(StoreDurabilityTest, MissingOrDamagedWatermarkIsRefused) {
   EXPECT_NE(s.status().message().find("damaged"), std::string::npos) << s.status().message();
 }
 
-TEST_F(StoreDurabilityTest, StoreOfANewerFormatVersionIsRefused) {
-  Close();
-  {
-    RawDb raw(path());
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    ASSERT_TRUE(raw.db
-                    ->Put(wo, raw.cfs[si::kMeta], si::kFormatVersionKey,
-                          si::EncodeMetaU64(si::kFormatVersionKey, si::kStoreFormatVersion + 1))
-                    .ok());
-  }
-  auto s = Store::Open(options_, path());
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), StatusCode::kNotSupported);
-  EXPECT_NE(s.status().message().find("format version 3"), std::string::npos);
-  EXPECT_NE(s.status().message().find("newer"), std::string::npos);
-}
+// A store of another format version is refused, read-only or not, naming
+// its version and what to do: an older one names `auxstore migrate`, a newer
+// one says so.
+struct VersionRefusal {
+  uint64_t version;
+  const char* says;
+  const char* name;
+};
 
-TEST_F(StoreDurabilityTest, StoreOfFormatVersionOneIsRefusedNamingTheWayForward) {
+class StoreFormatVersionRefusal : public StoreDurabilityTest,
+                                  public ::testing::WithParamInterface<VersionRefusal> {};
+
+TEST_P(StoreFormatVersionRefusal, IsNotSupportedNamingTheVersionAndTheWayForward) {
+  const VersionRefusal& v = GetParam();
   Close();
   {
     RawDb raw(path());
@@ -174,20 +169,27 @@ TEST_F(StoreDurabilityTest, StoreOfFormatVersionOneIsRefusedNamingTheWayForward)
     wo.sync = true;
     ASSERT_TRUE(raw.db
                     ->Put(wo, raw.cfs[si::kMeta], si::kFormatVersionKey,
-                          si::EncodeMetaU64(si::kFormatVersionKey, 1))
+                          si::EncodeMetaU64(si::kFormatVersionKey, v.version))
                     .ok());
   }
   for (bool read_only : {false, true}) {
+    SCOPED_TRACE(read_only ? "read-only" : "read-write");
     options_.read_only = read_only;
     auto s = Store::Open(options_, path());
     ASSERT_FALSE(s.ok());
     EXPECT_EQ(s.status().code(), StatusCode::kNotSupported);
-    EXPECT_NE(s.status().message().find("format version 1"), std::string::npos)
+    EXPECT_NE(s.status().message().find("format version " + std::to_string(v.version)),
+              std::string::npos)
         << s.status().message();
-    EXPECT_NE(s.status().message().find("auxstore migrate"), std::string::npos)
-        << s.status().message();
+    EXPECT_NE(s.status().message().find(v.says), std::string::npos) << s.status().message();
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Versions, StoreFormatVersionRefusal,
+    ::testing::Values(VersionRefusal{1, "auxstore migrate", "One"},
+                      VersionRefusal{si::kStoreFormatVersion + 1, "newer", "Newer"}),
+    [](const ::testing::TestParamInfo<VersionRefusal>& p) { return std::string(p.param.name); });
 
 TEST_F(StoreDurabilityTest, PlainRocksDbDirectoryIsNotMistakenForAStore) {
   Close();
