@@ -17,6 +17,7 @@
 #include "store/meta_keys.h"
 #include "store/open_on_file_system.h"
 #include "store/store_dir.h"
+#include "store/table_precheck.h"
 #include "store/watermark.h"
 
 namespace auxstore {
@@ -151,6 +152,8 @@ Status DbStore::OpenDb() {
   if (options_.read_only) {
     if (dir.state != DirState::kStore) return RefusalFor(path_, dir);
     had_store_marker_ = HasStoreMarker(path_);
+    // Before anything makes RocksDB open a table file (table_precheck.h).
+    AUXSTORE_RETURN_IF_ERROR(CheckTablePropertiesBlocks(path_));
     return OpenForReading();
   }
   bool created_dir = false;
@@ -169,6 +172,8 @@ Status DbStore::OpenDb() {
   AUXSTORE_ASSIGN_OR_RETURN(dir, InspectStoreDir(path_));
   if (dir.state == DirState::kEmpty) return CreateDb(created_dir);
   if (dir.state != DirState::kStore) return RefusalFor(path_, dir);
+  // Before anything makes RocksDB open a table file (table_precheck.h).
+  AUXSTORE_RETURN_IF_ERROR(CheckTablePropertiesBlocks(path_));
   AUXSTORE_ASSIGN_OR_RETURN(Families families, CheckFamilies());
   // A creation killed before RocksDB made every column family: finish it.
   if (families == Families::kIncomplete) return CreateDb(/*created_dir=*/false);
