@@ -210,7 +210,12 @@ Outcome RunTrial(const std::string& dir) {
   uint64_t falsely_corrupt = 0;
   auto scrub = store->Verify();
   if (scrub.ok()) {
-    for (const CorruptSnapshot& c : scrub->corrupt) falsely_corrupt += exact.count(c.prefix);
+    for (const CorruptSnapshot& c : scrub->corrupt) {
+      if (!exact.count(c.prefix)) continue;
+      ++falsely_corrupt;
+      detail += "; the scrub called " + c.prefix.ToHex() + " corrupt (" + c.why +
+                "), yet it read back exact";
+    }
     if (o == DamageOutcome::kIntact && !scrub->clean()) o = DamageOutcome::kDetected;
   } else if (o == DamageOutcome::kIntact) {
     o = DamageOutcome::kDetected;  // the scrub itself reported the damage
@@ -304,6 +309,10 @@ TEST(Corruption, DamagedFilesAreRefusedOrDetectedNeverReturnedNorSilentlyLost) {
     const Outcome o = RunTrial(trial);
     ++table[type][o.name];
     falsely_corrupt += o.falsely_corrupt;
+    if (o.falsely_corrupt > 0) {
+      ADD_FAILURE() << "trial " << i << ": " << damage << " " << file.string() << " (" << type
+                    << ") -> " << o.name << o.detail;
+    }
     ++by_damage[damage][o.name];
     const bool bad = o.name == "WRONG-BYTES" || o.name == "SILENT-LOSS" || o.name == "DESTROYED";
     if (bad) {
