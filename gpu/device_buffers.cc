@@ -49,8 +49,8 @@ Status CheckBorrowed(const GpuBackend& gpu, const char* state, const char* name,
 Result<DevicePtr> AllocRows(GpuBackend& gpu, uint64_t rows, uint64_t row_bytes) {
   uint64_t bytes = 0;
   if (__builtin_mul_overflow(rows, row_bytes, &bytes) || bytes > SIZE_MAX) {
-    return Status::OutOfRange(std::to_string(rows) + " rows of " + std::to_string(row_bytes) +
-                              " bytes overflow");
+    return Status::InvalidArgument(std::to_string(rows) + " rows of " + std::to_string(row_bytes) +
+                                   " bytes overflow");
   }
   return gpu.Alloc(static_cast<size_t>(bytes));
 }

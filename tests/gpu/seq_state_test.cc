@@ -191,6 +191,18 @@ TEST_F(SeqStateTest, QsaCreateChecksGeometry) {
   EXPECT_FALSE((*st)->SetCounters(4, 1).ok());
 }
 
+// A geometry whose buffers' byte size overflows is a bad argument, refused
+// before anything is allocated (issue 23: never a wrapped size).
+TEST_F(SeqStateTest, GeometriesWhoseSizeOverflowsAreInvalidArgument) {
+  const DsaGeometry huge{.index_head_dim = UINT32_MAX, .capacity = UINT32_MAX};
+  const size_t live = host_.live_allocations();
+  auto d = DsaSeqState::Create(host_, huge);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument) << d.status().ToString();
+  EXPECT_NE(d.status().message().find("overflow"), std::string::npos) << d.status().ToString();
+  EXPECT_EQ(host_.live_allocations(), live);
+}
+
 std::unique_ptr<DsaSeqState> FilledDsa(GpuBackend& gpu, uint64_t len, std::mt19937_64& rng,
                                        std::vector<uint8_t>* k, std::vector<uint8_t>* g,
                                        std::vector<uint8_t>* v) {
