@@ -3,7 +3,10 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <new>
 #include <optional>
+#include <stdexcept>
+#include <string>
 
 #include "common.h"
 
@@ -208,7 +211,19 @@ void RegisterDevice(py::module_& m) {
         const uint64_t offset = ToU64(offset_arg, "offset");
         const size_t nbytes = ToBytes(nbytes_arg, "nbytes");
         CheckBytes(offset, "offset");
-        py::bytearray out(std::string(nbytes, '\0'));
+        std::string zeros;
+        try {
+          zeros.assign(nbytes, '\0');
+        } catch (const std::bad_alloc&) {
+          PyErr_SetString(PyExc_MemoryError, ("read(): nbytes=" + std::to_string(nbytes) +
+                                              " is more than this process can allocate")
+                                                 .c_str());
+          throw py::error_already_set();
+        } catch (const std::length_error&) {
+          throw py::value_error("read(): nbytes=" + std::to_string(nbytes) + " is too large");
+        }
+        py::bytearray out(zeros);
+        zeros = std::string();
         Buffer d(out, true, "out");
         {
           py::gil_scoped_release release;

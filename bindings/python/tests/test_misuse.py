@@ -329,3 +329,18 @@ def test_every_argument_refuses_bad_values_without_crashing(tmp_path, owner):
            if "bad_exception" in x]
     assert not bad, bad
     verify(path)
+
+
+def test_huge_reads_and_borrows_name_the_size(backend):
+    """A read bigger than anything allocatable names nbytes (MemoryError, not a
+    bare std::bad_alloc); a borrow claiming more than its allocation is refused
+    by the backend's allocation table."""
+    p = backend.alloc(8)
+    try:
+        with backend.stream() as s:
+            with pytest.raises(MemoryError, match="nbytes=9223372036854775807"):
+                backend.read(p, 2**63 - 1, stream=s)
+        with pytest.raises(auxstore.InvalidArgumentError, match="exceeds its 8-byte allocation"):
+            backend.borrow_opaque(p, capacity=2**63 - 1)
+    finally:
+        backend.free(p)
