@@ -313,6 +313,9 @@ class DbStore final : public Store {
   // thread verifies and delivers the ones before.
   boost::asio::thread_pool read_pool_{2};
 
+  // One TTL/LRU pass at a time: a caller's RunMaintenance waits for a
+  // background pass in flight, so it returns with every eviction counted.
+  std::mutex pass_mu_;
   std::mutex maint_mu_;
   std::condition_variable maint_cv_;
   bool stop_ = false;

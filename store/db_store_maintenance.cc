@@ -96,6 +96,7 @@ void DbStore::WaitForIndex() {
 
 Status DbStore::MaintenancePass(uint64_t ttl_seconds, uint64_t capacity_bytes) {
   if (!index_.ready()) return Status::Ok();  // budgets apply once sizes are known
+  std::lock_guard pass(pass_mu_);
   if (ttl_seconds) {
     const int64_t cutoff = NowUnixMs() - static_cast<int64_t>(ttl_seconds) * 1000;
     for (const std::string& key : index_.ExpiredBefore(cutoff, NowUnixMs())) {
