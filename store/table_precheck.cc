@@ -1,14 +1,29 @@
 #include "store/table_precheck.h"
 
-#include <dirent.h>
 #include <fcntl.h>
+#include <rocksdb/env.h>
+#include <rocksdb/file_checksum.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include <cerrno>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <vector>
+
+#include "store/store_dir.h"
+
+// Public in Debian's librocksdb 7.8.3 (the ldb tool's list_file_checksums
+// uses it) but declared only in an internal header (file/file_util.h): the
+// live table files of a MANIFEST, read without opening any of them.
+namespace rocksdb {
+Status GetFileChecksumsFromManifest(Env* src_env, const std::string& abs_path,
+                                    uint64_t manifest_file_size, FileChecksumList* checksum_list);
+}  // namespace rocksdb
 
 namespace auxstore::store_internal {
 namespace {
@@ -181,19 +196,32 @@ Status CheckTablePropertiesBlock(const std::string& table_file) {
 }
 
 Status CheckTablePropertiesBlocks(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return Status::Ok();  // nothing to check; the open reports a missing store
-  std::vector<std::string> tables;
-  while (const dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
-    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".sst") == 0) tables.push_back(name);
+  // Only the table files the MANIFEST names: RocksDB never opens the others
+  // (a flush or compaction output a crash cut short, which it deletes), and
+  // a power cut may leave those with any bytes in them.
+  std::string current = ReadCurrent(dir);  // "MANIFEST-000005\n"
+  while (!current.empty() && (current.back() == '\n' || current.back() == '\r')) current.pop_back();
+  if (current.empty() || current.find('/') != std::string::npos) {
+    return Status::Ok();  // the open reports what is wrong
   }
-  ::closedir(d);
-  for (const std::string& name : tables) {
-    Status s = CheckTablePropertiesBlock(dir + "/" + name);
+  const std::string manifest = dir + "/" + current;
+  struct stat st;
+  if (::stat(manifest.c_str(), &st) != 0) return Status::Ok();
+  std::unique_ptr<rocksdb::FileChecksumList> live(rocksdb::NewFileChecksumList());
+  rocksdb::Status rs = rocksdb::GetFileChecksumsFromManifest(
+      rocksdb::Env::Default(), manifest, static_cast<uint64_t>(st.st_size), live.get());
+  if (!rs.ok()) return Status::Ok();  // a MANIFEST RocksDB cannot read: its own open refuses
+  std::vector<uint64_t> numbers;
+  std::vector<std::string> checksums, names;
+  if (!live->GetAllFileChecksums(&numbers, &checksums, &names).ok()) return Status::Ok();
+  for (uint64_t number : numbers) {
+    char name[32];
+    std::snprintf(name, sizeof name, "/%06" PRIu64 ".sst", number);
+    const std::string file = dir + name;
+    if (::access(file.c_str(), F_OK) != 0) continue;  // a blob file, or missing: RocksDB says
+    Status s = CheckTablePropertiesBlock(file);
     // A file deleted since the listing (a writer beside a reader) is not damage.
-    if (s.code() == StatusCode::kIOError && ::access((dir + "/" + name).c_str(), F_OK) != 0)
-      continue;
+    if (s.code() == StatusCode::kIOError && ::access(file.c_str(), F_OK) != 0) continue;
     AUXSTORE_RETURN_IF_ERROR(s);
   }
   return Status::Ok();

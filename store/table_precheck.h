@@ -21,7 +21,9 @@ namespace auxstore::store_internal {
 // is too short or its footer does not parse; IOError when it cannot be read.
 Status CheckTablePropertiesBlock(const std::string& table_file);
 
-// CheckTablePropertiesBlock for every *.sst directly in `dir`.
+// CheckTablePropertiesBlock for every table file the store's current MANIFEST
+// names (others RocksDB never opens). OK when the MANIFEST cannot be read:
+// RocksDB's own open then refuses the store.
 Status CheckTablePropertiesBlocks(const std::string& dir);
 
 }  // namespace auxstore::store_internal
