@@ -34,6 +34,13 @@
 namespace auxstore::store_internal {
 namespace {
 
+std::string NamespaceRecordProblem(NamespaceId ns, const Status& why) {
+  return "namespace " + NamespaceHex(ns) + ": its record is unreadable or missing (" +
+         why.message() +
+         "); its snapshots were checked against their manifests and kept. Register the "
+         "namespace again (RegisterNamespace with its spec) to restore the record";
+}
+
 std::string Where(NamespaceId ns, const Prefix& prefix) {
   return "prefix " + prefix.ToHex() + " in namespace " + NamespaceHex(ns);
 }
@@ -450,11 +457,12 @@ class DbStore::Verifier {
 
   Status CheckManifest(NamespaceId ns, const Prefix& prefix, const Manifest& m,
                        std::optional<uint32_t>* bad_layer) {
+    // The namespace record is the store's, not the snapshot's: a damaged or
+    // missing one is a store problem, and the snapshot is still judged by
+    // its own bytes against its manifest (only the geometry check needs it).
     auto spec = s_.NamespaceSpecFor(ns);
-    if (!spec.ok()) {
-      return Status::Corruption(
-          "namespace " + NamespaceHex(ns) +
-          " of the snapshot is unreadable or not registered: " + spec.error().message());
+    if (!spec.ok() && namespace_problems_.insert(ns).second) {
+      r_.store_problems.push_back(NamespaceRecordProblem(ns, spec.error()));
     }
     const std::string where = Where(ns, prefix);
     for (PutId put : UsedPuts(m)) {
@@ -469,7 +477,9 @@ class DbStore::Verifier {
     }
     for (const LayerEntry& l : m.layers) {
       *bad_layer = l.layer;
-      AUXSTORE_RETURN_IF_ERROR(CheckLayerBlob(l.layer, l.kind, l.header, l.bytes, *spec));
+      if (spec.ok()) {
+        AUXSTORE_RETURN_IF_ERROR(CheckLayerBlob(l.layer, l.kind, l.header, l.bytes, *spec));
+      }
       // The layer digest again, from the hashes the puts recorded for the
       // bytes just verified: the manifest names exactly those bytes.
       std::vector<std::vector<uint64_t>> page_xxh3(l.row_bytes.size());
@@ -713,22 +723,25 @@ class DbStore::Verifier {
   };
   std::unordered_map<std::string, PutRecords> put_records_;  // PutKey -> its intact records
   int skips_ = 0;
-  bool run_problem_ = false;  // the manifest being checked failed on a run record
+  bool run_problem_ = false;                  // the manifest being checked failed on a run record
+  std::set<NamespaceId> namespace_problems_;  // reported once each
 };
 
 Status DbStore::VerifySnapshot(NamespaceId ns, const Prefix& prefix, const Manifest& m,
                                std::optional<uint32_t>* bad_layer, VerifyReport* report) {
   // Reads the snapshot back whole, as a restore does, with no side effect:
   // every piece verified, each layer to its XXH3.
+  // A damaged or missing namespace record is the store's problem, never the
+  // snapshot's: its bytes are judged against its manifest all the same.
   auto spec = NamespaceSpecFor(ns);
-  if (!spec.ok()) {
-    return Status::Corruption(
-        "namespace " + NamespaceHex(ns) +
-        " of the snapshot is unreadable or not registered: " + spec.error().message());
+  if (!spec.ok() && report != nullptr) {
+    report->store_problems.push_back(NamespaceRecordProblem(ns, spec.error()));
   }
   for (const LayerEntry& l : m.layers) {
     *bad_layer = l.layer;
-    AUXSTORE_RETURN_IF_ERROR(CheckLayerBlob(l.layer, l.kind, l.header, l.bytes, *spec));
+    if (spec.ok()) {
+      AUXSTORE_RETURN_IF_ERROR(CheckLayerBlob(l.layer, l.kind, l.header, l.bytes, *spec));
+    }
     LayerHasher hasher(m, l);
     hasher.Update(l.header);
     for (const LayerPiece& piece : PlanPieces(m, l)) {
