@@ -13,6 +13,7 @@
 
 #include "auxstore/blob_hash.h"
 #include "format/byte_order.h"
+#include "tests/format/manifest_sample.h"
 #include "tests/format/test_util.h"
 
 namespace auxstore {
@@ -23,33 +24,10 @@ using test::RandomBytes;
 using test::ToHexString;
 
 constexpr uint64_t kU64Max = std::numeric_limits<uint64_t>::max();
-constexpr uint32_t kPut = 0xab;    // the sample manifest's own put
-constexpr uint32_t kOther = 0x11;  // an earlier put whose page it shares
-
-std::vector<uint8_t> Header(uint8_t fill) { return std::vector<uint8_t>(16, fill); }
-
-// A sample with every kind of layer: QSA with one shared and one own page
-// and a tail; DSA with one own page and a tail; an opaque layer.
-Manifest Sample(bool with_digest) {
-  Manifest m;
-  m.token_count = 10;
-  m.created_unix_ms = 1'790'000'000'123;
-  m.chunk_bytes = 1000;
-  if (with_digest) {
-    TokenDigest d;
-    for (int i = 0; i < 16; ++i) d.bytes[i] = static_cast<uint8_t>(0xa0 + i);
-    m.token_digest = d;
-  }
-  m.put_id = kPut;
-  m.page_tokens = 4;
-  LayerEntry q{0, Kind::kQsa, 16 + 10 * 8, 0x1111, Header(1), 10, {8}, {}};
-  q.runs = {{kOther, 0, 512, 0, 1}, {kPut, 1, 1000, 1, 1}};
-  LayerEntry d{3, Kind::kDsa, 16 + 5 * (16 + 4 + 1), 0x2222, Header(2), 5, {16, 4, 1}, {}};
-  d.runs = {{kPut, 0, 1000, 0, 1}};
-  LayerEntry o{7, Kind::kOpaque, 7, 0x3333, {}, 7, {1}, {}};
-  m.layers = {q, d, o};
-  return m;
-}
+using test::Header;
+using test::kOther;
+using test::kPut;
+using test::Sample;
 
 std::string Encoded(const Manifest& m) { return EncodeManifest(m); }
 

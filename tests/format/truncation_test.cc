@@ -12,6 +12,7 @@
 #include "format/envelope.h"
 #include "format/manifest.h"
 #include "format/namespace_spec.h"
+#include "tests/format/manifest_sample.h"
 #include "tests/format/test_util.h"
 
 namespace auxstore {
@@ -34,25 +35,6 @@ struct TruncationCase {
   // The message a truncation to n bytes gives (a substring of it).
   std::function<std::string(size_t n)> message;
 };
-
-Manifest SampleManifest(bool with_digest) {
-  Manifest m;
-  m.token_count = 10;
-  m.created_unix_ms = 1'790'000'000'123;
-  m.chunk_bytes = 1000;
-  if (with_digest) {
-    TokenDigest d;
-    for (int i = 0; i < 16; ++i) d.bytes[i] = static_cast<uint8_t>(0xa0 + i);
-    m.token_digest = d;
-  }
-  m.put_id = 0xab;
-  m.page_tokens = 4;
-  LayerEntry q{0, Kind::kQsa, 16 + 10 * 8, 0x1111, std::vector<uint8_t>(16, 1), 10, {8}, {}};
-  q.runs = {{0x11, 0, 512, 0, 1}, {0xab, 1, 1000, 1, 1}};
-  LayerEntry o{7, Kind::kOpaque, 7, 0x3333, {}, 7, {1}, {}};
-  m.layers = {q, o};
-  return m;
-}
 
 const TruncationCase kCases[] = {
     {"Envelope",
@@ -89,10 +71,10 @@ const TruncationCase kCases[] = {
                      : "DSA aux blob size mismatch: " + std::to_string(n) +
                            " bytes for 2 rows at head_dim 2, expected 34";
      }},
-    {"Manifest", [] { return Bytes(EncodeManifest(SampleManifest(false))); },
+    {"Manifest", [] { return Bytes(EncodeManifest(test::Sample(false))); },
      [](ByteSpan v) { return DecodeManifest(v).status(); },
      [](size_t) { return std::string("manifest truncated"); }},
-    {"ManifestWithTokenDigest", [] { return Bytes(EncodeManifest(SampleManifest(true))); },
+    {"ManifestWithTokenDigest", [] { return Bytes(EncodeManifest(test::Sample(true))); },
      [](ByteSpan v) { return DecodeManifest(v).status(); },
      [](size_t) { return std::string("manifest truncated"); }},
     {"NamespaceRecordV2",
