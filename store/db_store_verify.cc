@@ -823,7 +823,8 @@ Result<RepairReport> DbStore::Repair(const VerifyReport& report) {
                             report.store_problems.end());
   } else {
     VerifyReport again;
-    Verifier v(*this, VerifyOptions{}, &again);
+    const VerifyOptions options;  // the Verifier keeps a reference: not a temporary
+    Verifier v(*this, options, &again);
     AUXSTORE_RETURN_IF_ERROR(v.Run());
     AUXSTORE_RETURN_IF_ERROR(RemoveCorrupt(again, &out, &left_alone));
     out.not_repaired.insert(out.not_repaired.end(), again.store_problems.begin(),
