@@ -180,6 +180,9 @@ Status DbStore::CommitManifest(rocksdb::WriteBatch* batch, NamespaceId ns, const
   // and torn (found by power_loss_test's partial tails, cycle 134 of 1000).
   // So the commits before it become durable first; its own stays async.
   if (!sync && shares_pages && commit_seq_ > watermark_) {
+    // Never a sync on a WAL a write already failed on: 7.8.3 asserts (live)
+    // on it (reliability-notes #2; io_fault_test --cycles 200 aborted).
+    AUXSTORE_RETURN_IF_ERROR(CheckWritable());
     AUXSTORE_RETURN_IF_ERROR(Guard(db_->SyncWAL(), "sync the puts whose pages a put shares"));
     AUXSTORE_RETURN_IF_ERROR(AdvanceWatermark(commit_seq_));
   }
