@@ -160,6 +160,9 @@ class DbStore final : public Store {
   Status Commit(rocksdb::WriteBatch* batch, bool sync, const std::string& what);
   Status CommitLocked(rocksdb::WriteBatch* batch, bool sync, const std::string& what);
   Status AdvanceWatermark(uint64_t seq);
+  // Caller holds commit_mu_: every commit so far made durable (WAL synced,
+  // watermark advanced); Unavailable on a fenced store.
+  Status SyncCommitsLocked(const std::string& what);
 
   // ---- puts (db_store_put.cc)
   PutId NewPutId();

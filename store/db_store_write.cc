@@ -180,11 +180,7 @@ Status DbStore::CommitManifest(rocksdb::WriteBatch* batch, NamespaceId ns, const
   // and torn (found by power_loss_test's partial tails, cycle 134 of 1000).
   // So the commits before it become durable first; its own stays async.
   if (!sync && shares_pages && commit_seq_ > watermark_) {
-    // Never a sync on a WAL a write already failed on: 7.8.3 asserts (live)
-    // on it (reliability-notes #2; io_fault_test --cycles 200 aborted).
-    AUXSTORE_RETURN_IF_ERROR(CheckWritable());
-    AUXSTORE_RETURN_IF_ERROR(Guard(db_->SyncWAL(), "sync the puts whose pages a put shares"));
-    AUXSTORE_RETURN_IF_ERROR(AdvanceWatermark(commit_seq_));
+    AUXSTORE_RETURN_IF_ERROR(SyncCommitsLocked("sync the puts whose pages a put shares"));
   }
   return CommitLocked(batch, sync, "commit the manifest of " + prefix.ToHex());
 }
@@ -223,11 +219,19 @@ Status DbStore::AdvanceWatermark(uint64_t seq) {
   return Status::Ok();
 }
 
+// Caller holds commit_mu_. Never a sync on a WAL a write already failed on:
+// 7.8.3 asserts (live) on it (reliability-notes #2; io_fault_test --cycles
+// 200 aborted when a shared-page put synced on a fenced store).
+Status DbStore::SyncCommitsLocked(const std::string& what) {
+  AUXSTORE_RETURN_IF_ERROR(CheckWritable());
+  AUXSTORE_RETURN_IF_ERROR(Guard(db_->SyncWAL(), what));
+  return AdvanceWatermark(commit_seq_);
+}
+
 Status DbStore::Flush() {
   AUXSTORE_RETURN_IF_ERROR(CheckWritable());
   std::lock_guard lock(commit_mu_);
-  AUXSTORE_RETURN_IF_ERROR(Guard(db_->SyncWAL(), "sync the WAL"));
-  return AdvanceWatermark(commit_seq_);
+  return SyncCommitsLocked("sync the WAL");
 }
 
 }  // namespace auxstore::store_internal
