@@ -18,6 +18,7 @@ target_link_libraries(auxstore_all INTERFACE auxstore::format auxstore::store au
 set(_auxstore_exported
   auxstore_format format
   auxstore_store store
+  auxstore_rocks rocks
   auxstore_gpu gpu
   auxstore_pipeline pipeline
   auxstore_gpu_common gpu_common

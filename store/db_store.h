@@ -27,7 +27,7 @@
 
 #include "auxstore/store.h"
 #include "format/run_record.h"
-#include "store/rocks_options.h"
+#include "store/rocks/rocks_options.h"
 #include "store/snapshot_index.h"
 #include "store/store_dir.h"
 

@@ -14,7 +14,7 @@
 #include <functional>
 #include <vector>
 
-#include "store/deferred_delete_fs.h"
+#include "store/rocks/deferred_delete_fs.h"
 #include "store/meta_keys.h"
 #include "store/watermark.h"
 
@@ -318,15 +318,5 @@ std::string ChangeFingerprint(const std::string& dir) {
   return fp;
 }
 
-Status MakePrivateDir(const std::string& path) {
-  if (::mkdir(path.c_str(), 0700) != 0) {
-    if (errno != EEXIST) return Errno("create directory " + path);
-    struct stat st;
-    if (::lstat(path.c_str(), &st) != 0) return Errno("stat " + path);
-    if (!S_ISDIR(st.st_mode)) return Status::IOError(path + " exists and is not a directory");
-  }
-  if (::chmod(path.c_str(), 0700) != 0) return Errno("chmod 0700 " + path);
-  return Status::Ok();
-}
 
 }  // namespace auxstore::store_internal

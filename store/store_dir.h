@@ -11,6 +11,7 @@
 #include <string>
 
 #include "auxstore/status.h"
+#include "store/rocks/private_dir.h"
 
 namespace auxstore::store_internal {
 
@@ -108,7 +109,5 @@ std::string ReadCurrent(const std::string& dir);
 // flush that replaces it is in the MANIFEST).
 std::string ChangeFingerprint(const std::string& dir);
 
-// mkdir `path` (0700 whatever the umask) unless it exists as a directory.
-Status MakePrivateDir(const std::string& path);
 
 }  // namespace auxstore::store_internal

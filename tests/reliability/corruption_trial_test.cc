@@ -25,7 +25,7 @@
 #include <set>
 
 #include "auxstore/store.h"
-#include "store/rocks_options.h"
+#include "store/rocks/rocks_options.h"
 #include "tests/reliability/crash_harness.h"
 #include "tests/reliability/snapshot_spec.h"
 #include "tests/support/damage_outcome.h"

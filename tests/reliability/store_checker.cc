@@ -108,7 +108,7 @@ CheckReport CheckStore(Store& store, NamespaceId ns, const std::set<uint64_t>& a
 }  // namespace auxstore::reliability
 
 #include "store/db_store.h"
-#include "store/rocks_options.h"
+#include "store/rocks/rocks_options.h"
 
 namespace auxstore::reliability {
 

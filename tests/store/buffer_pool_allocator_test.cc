@@ -1,5 +1,5 @@
 // The read-buffer pool RocksDB's block reads allocate from.
-#include "store/buffer_pool_allocator.h"
+#include "store/rocks/buffer_pool_allocator.h"
 
 #include <gtest/gtest.h>
 

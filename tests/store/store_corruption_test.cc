@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "store/keys.h"
-#include "store/rocks_options.h"
+#include "store/rocks/rocks_options.h"
 #include "tests/store/store_test_fixture.h"
 
 namespace auxstore {

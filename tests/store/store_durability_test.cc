@@ -7,7 +7,7 @@
 #include "store/db_store.h"
 #include "store/keys.h"
 #include "store/meta_keys.h"
-#include "store/rocks_options.h"
+#include "store/rocks/rocks_options.h"
 #include "store/store_dir.h"
 #include "store/watermark.h"
 #include "tests/store/store_test_fixture.h"

@@ -12,7 +12,7 @@
 
 #include "auxstore/maintenance.h"
 #include "store/keys.h"
-#include "store/rocks_options.h"
+#include "store/rocks/rocks_options.h"
 #include "tests/store/store_test_fixture.h"
 
 namespace auxstore {

@@ -8,7 +8,7 @@
 
 #include "auxstore/maintenance.h"
 #include "store/keys.h"
-#include "store/rocks_options.h"
+#include "store/rocks/rocks_options.h"
 #include "store/watermark.h"
 #include "tests/tools/cli_test_util.h"
 

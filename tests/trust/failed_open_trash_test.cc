@@ -13,7 +13,7 @@
 
 #include <string>
 
-#include "store/deferred_delete_fs.h"
+#include "store/rocks/deferred_delete_fs.h"
 #include "tests/trust/trust_util.h"
 
 namespace auxstore::trust {

@@ -1,4 +1,4 @@
-#include "store/owner_only_fs.h"
+#include "store/rocks/owner_only_fs.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "store/deferred_delete_fs.h"
+#include "store/rocks/deferred_delete_fs.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -7,7 +7,7 @@
 #include <atomic>
 #include <filesystem>
 
-#include "store/store_dir.h"
+#include "store/rocks/private_dir.h"
 
 namespace auxstore::store_internal {
 namespace {

@@ -1,4 +1,4 @@
-#include "store/held_files_fs.h"
+#include "store/rocks/held_files_fs.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "store/rocks_logger.h"
+#include "store/rocks/rocks_logger.h"
 
 #include <cstdarg>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "store/xxh3_file_checksum.h"
+#include "store/rocks/xxh3_file_checksum.h"
 
 #include <xxhash.h>
 

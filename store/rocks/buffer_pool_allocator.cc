@@ -1,4 +1,4 @@
-#include "store/buffer_pool_allocator.h"
+#include "store/rocks/buffer_pool_allocator.h"
 
 #include <sys/mman.h>
 

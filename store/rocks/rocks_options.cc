@@ -1,4 +1,4 @@
-#include "store/rocks_options.h"
+#include "store/rocks/rocks_options.h"
 
 #include <rocksdb/cache.h>
 #include <rocksdb/file_system.h>
@@ -6,11 +6,11 @@
 #include <rocksdb/listener.h>
 #include <rocksdb/table.h>
 
-#include "store/buffer_pool_allocator.h"
-#include "store/deferred_delete_fs.h"
-#include "store/owner_only_fs.h"
-#include "store/rocks_logger.h"
-#include "store/xxh3_file_checksum.h"
+#include "store/rocks/buffer_pool_allocator.h"
+#include "store/rocks/deferred_delete_fs.h"
+#include "store/rocks/owner_only_fs.h"
+#include "store/rocks/rocks_logger.h"
+#include "store/rocks/xxh3_file_checksum.h"
 
 namespace auxstore::store_internal {
 namespace {
