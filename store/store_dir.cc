@@ -14,8 +14,8 @@
 #include <functional>
 #include <vector>
 
-#include "store/rocks/deferred_delete_fs.h"
 #include "store/meta_keys.h"
+#include "store/rocks/deferred_delete_fs.h"
 #include "store/watermark.h"
 
 namespace auxstore::store_internal {
@@ -317,6 +317,5 @@ std::string ChangeFingerprint(const std::string& dir) {
   }
   return fp;
 }
-
 
 }  // namespace auxstore::store_internal
