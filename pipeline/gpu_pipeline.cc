@@ -21,10 +21,11 @@ Result<std::unique_ptr<GpuPipeline::Core>> GpuPipeline::Core::Create(
         "pipeline: io_threads, snapshot_queue and restore_read_ahead must be > 0");
   }
   std::unique_ptr<Core> core(new Core(store, gpu, options));
-  AUXSTORE_ASSIGN_OR_RETURN(
-      core->staging_,
-      gpu::StagingPool::Create(gpu, core->pool_, options.staging_buffers, options.staging_bytes));
-  AUXSTORE_ASSIGN_OR_RETURN(core->arena_, gpu::PinnedArena::Create(gpu, options.snapshot_bytes));
+  AUXSTORE_ASSIGN_OR_RETURN(core->staging_,
+                            pipeline::StagingPool::Create(gpu, core->pool_, options.staging_buffers,
+                                                          options.staging_bytes));
+  AUXSTORE_ASSIGN_OR_RETURN(core->arena_,
+                            pipeline::PinnedArena::Create(gpu, options.snapshot_bytes));
   // Restores get a stream of their own (non-blocking on CUDA), never the
   // legacy default stream.
   AUXSTORE_ASSIGN_OR_RETURN(core->stream_, gpu.CreateStream());

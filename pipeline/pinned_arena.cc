@@ -1,6 +1,6 @@
 #include "pipeline/pinned_arena.h"
 
-namespace auxstore::gpu {
+namespace auxstore::pipeline {
 
 Result<std::unique_ptr<PinnedArena>> PinnedArena::Create(GpuBackend& gpu, uint64_t bytes) {
   if (bytes == 0) return Status::InvalidArgument("pinned arena of 0 bytes");
@@ -29,4 +29,4 @@ uint64_t PinnedArena::used() const {
   return ranges_.used();
 }
 
-}  // namespace auxstore::gpu
+}  // namespace auxstore::pipeline

@@ -1,4 +1,4 @@
-// PinnedArena: one pinned region carved first-fit for in-flight snapshots,
+// PinnedArena (the pipeline's): one pinned region carved first-fit for in-flight snapshots,
 // so the engine's thread never calls cudaHostAlloc / cudaFreeHost (slow,
 // and cudaFreeHost synchronizes). A request that does not fit fails at once.
 #pragma once
@@ -10,7 +10,7 @@
 #include "auxstore/gpu_backend.h"
 #include "gpu/range_allocator.h"
 
-namespace auxstore::gpu {
+namespace auxstore::pipeline {
 
 class PinnedArena {
  public:
@@ -30,7 +30,7 @@ class PinnedArena {
   uint8_t* const base_;
   const uint64_t bytes_;
   mutable std::mutex mu_;
-  RangeAllocator ranges_;  // guarded by mu_
+  gpu::RangeAllocator ranges_;  // guarded by mu_
 };
 
-}  // namespace auxstore::gpu
+}  // namespace auxstore::pipeline

@@ -30,8 +30,8 @@ class GpuPipeline::Core {
   GpuBackend& gpu() const { return gpu_; }
   const PipelineOptions& options() const { return options_; }
   boost::asio::thread_pool& pool() { return pool_; }
-  gpu::StagingPool& staging() const { return *staging_; }
-  gpu::PinnedArena& arena() const { return *arena_; }
+  pipeline::StagingPool& staging() const { return *staging_; }
+  pipeline::PinnedArena& arena() const { return *arena_; }
   StreamHandle stream() const { return stream_; }
 
   // ---- restores: Begin when one starts; Count its result before its
@@ -64,8 +64,8 @@ class GpuPipeline::Core {
   const PipelineOptions options_;
   // Declared before what runs on it, so it is destroyed last.
   boost::asio::thread_pool pool_;
-  std::unique_ptr<gpu::StagingPool> staging_;
-  std::unique_ptr<gpu::PinnedArena> arena_;
+  std::unique_ptr<pipeline::StagingPool> staging_;
+  std::unique_ptr<pipeline::PinnedArena> arena_;
   StreamHandle stream_ = kDefaultStream;
   bool own_stream_ = false;
 

@@ -37,7 +37,7 @@ namespace auxstore::pipeline {
 namespace {
 
 namespace asio = boost::asio;
-using Lease = gpu::StagingPool::Lease;
+using Lease = StagingPool::Lease;
 
 std::string LayerWhere(uint32_t layer) { return "restore layer " + std::to_string(layer); }
 

@@ -2,7 +2,7 @@
 
 #include <boost/asio/post.hpp>
 
-namespace auxstore::gpu {
+namespace auxstore::pipeline {
 
 namespace asio = boost::asio;
 
@@ -134,4 +134,4 @@ Status StagingPool::ReleaseAfter(Buffer buf, StreamHandle stream) {
   return sync.ok() ? st : sync;
 }
 
-}  // namespace auxstore::gpu
+}  // namespace auxstore::pipeline

@@ -24,7 +24,7 @@
 
 #include "auxstore/gpu_backend.h"
 
-namespace auxstore::gpu {
+namespace auxstore::pipeline {
 
 class StagingPool {
  public:
@@ -114,4 +114,4 @@ class StagingPool {
   size_t held_ = 0;  // guarded by mu_
 };
 
-}  // namespace auxstore::gpu
+}  // namespace auxstore::pipeline

@@ -36,12 +36,12 @@ size_t UploadThroughPool(bool release_after_copy, uint64_t* waits) {
     EXPECT_TRUE(gpu.LaunchHostFunc(*stream, [opened] { opened.wait(); }).ok());
   }
   {
-    auto sp = gpu::StagingPool::Create(gpu, pool, 2, kChunk);
+    auto sp = pipeline::StagingPool::Create(gpu, pool, 2, kChunk);
     EXPECT_TRUE(sp.ok());
     std::atomic<size_t> issued{0};
     std::promise<void> all_issued;
     for (size_t k = 0; k < kChunks; ++k) {
-      (*sp)->AsyncAcquire([&, k](gpu::StagingPool::Lease b) {
+      (*sp)->AsyncAcquire([&, k](pipeline::StagingPool::Lease b) {
         std::memset(b.data(), static_cast<int>(k + 1), b.size());
         EXPECT_TRUE(gpu.CopyH2DAsync(b.span(), *dev, k * kChunk, *stream).ok());
         if (release_after_copy) {
@@ -90,19 +90,19 @@ TEST(StagingPool, ALeaseDroppedReturnsItsBufferOnceAndHoldsAreBounded) {
   gpu::HostBackend gpu;
   boost::asio::thread_pool pool(1);
   {
-    auto sp = gpu::StagingPool::Create(gpu, pool, 2, 64);
+    auto sp = pipeline::StagingPool::Create(gpu, pool, 2, 64);
     ASSERT_TRUE(sp.ok());
-    gpu::StagingPool::Lease a = (*sp)->TryAcquire();
+    pipeline::StagingPool::Lease a = (*sp)->TryAcquire();
     ASSERT_TRUE(a);
-    gpu::StagingPool::Lease b = (*sp)->TryAcquire();
+    pipeline::StagingPool::Lease b = (*sp)->TryAcquire();
     ASSERT_TRUE(b);
     EXPECT_FALSE((*sp)->TryAcquire()) << "both out";
     EXPECT_TRUE(a.TryHold()) << "one of two may be held";
     EXPECT_FALSE(b.TryHold()) << "the budget is capacity / 2";
-    gpu::StagingPool::Lease moved = std::move(a);
+    pipeline::StagingPool::Lease moved = std::move(a);
     EXPECT_FALSE(a);
     EXPECT_EQ((*sp)->outstanding(), 2u);
-    moved = gpu::StagingPool::Lease();  // dropped: returned, hold ended
+    moved = pipeline::StagingPool::Lease();  // dropped: returned, hold ended
     EXPECT_EQ((*sp)->outstanding(), 1u);
     EXPECT_TRUE(b.TryHold()) << "the hold went back with the buffer";
   }  // b returns here; the pool's destructor would wait forever otherwise
@@ -112,14 +112,14 @@ TEST(StagingPool, ALeaseDroppedReturnsItsBufferOnceAndHoldsAreBounded) {
 TEST(StagingPool, RejectsEmptyPools) {
   gpu::HostBackend gpu;
   boost::asio::thread_pool pool(1);
-  EXPECT_FALSE(gpu::StagingPool::Create(gpu, pool, 0, 16).ok());
-  EXPECT_FALSE(gpu::StagingPool::Create(gpu, pool, 1, 0).ok());
+  EXPECT_FALSE(pipeline::StagingPool::Create(gpu, pool, 0, 16).ok());
+  EXPECT_FALSE(pipeline::StagingPool::Create(gpu, pool, 1, 0).ok());
   pool.join();
 }
 
 TEST(PinnedArena, FirstFitWithCoalescing) {
   gpu::HostBackend gpu;
-  auto arena = gpu::PinnedArena::Create(gpu, 4096);
+  auto arena = pipeline::PinnedArena::Create(gpu, 4096);
   ASSERT_TRUE(arena.ok());
   uint8_t* a = (*arena)->TryAllocate(1000);
   uint8_t* b = (*arena)->TryAllocate(1000);
