@@ -104,7 +104,12 @@ class Lease(int):
 def key_to_prefix(key):
     """A connector's page key as an auxstore prefix (16 bytes): 16 bytes as
     they are, 32 hex digits decoded, anything else (SGLang's SHA-256 hex
-    keys, vLLM's block-hash bytes, ints) hashed with BLAKE2b-128."""
+    keys, vLLM's block-hash bytes, ints) hashed with BLAKE2b-128.
+
+    This is not the token hash: it maps a key the ENGINE already computed to
+    a prefix (Python adapters only). Keys computed from tokens, the ones
+    auxstore's own lookups use and every language shares, come from
+    prefix_hash (auxstore_prefix_hash in C, prefix_hashes in Rust)."""
     if isinstance(key, (bytes, bytearray, memoryview)):
         key = bytes(key)
         if len(key) == 16:
