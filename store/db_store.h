@@ -315,6 +315,10 @@ class DbStore final : public Store {
   // ReadLayer's read-ahead: pieces are fetched here while the caller's
   // thread verifies and delivers the ones before.
   boost::asio::thread_pool read_pool_{2};
+  // The store's own work (Options::work_threads): the second SST writer of
+  // a big put (RunBeside, store/run_beside.h). Shareable by any work that
+  // never waits on a pool thread coming free.
+  boost::asio::thread_pool work_pool_;
 
   // One TTL/LRU pass at a time: a caller's RunMaintenance waits for a
   // background pass in flight, so it returns with every eviction counted.

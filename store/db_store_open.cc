@@ -91,7 +91,8 @@ DbStore::DbStore(const Options& options, std::string path, std::shared_ptr<rocks
     : options_(options),
       path_(std::move(path)),
       setup_(MakeRocksSetup(FileSystemFor(options, std::move(fs)), options.log_sink,
-                            options.log_level)) {}
+                            options.log_level)),
+      work_pool_(options.work_threads) {}
 
 Result<std::unique_ptr<Store>> DbStore::Open(const Options& options, const std::string& path,
                                              std::shared_ptr<rocksdb::FileSystem> fs) {
@@ -100,6 +101,7 @@ Result<std::unique_ptr<Store>> DbStore::Open(const Options& options, const std::
   if (options.chunk_bytes > (1u << 30)) {
     return Status::InvalidArgument("Options.chunk_bytes is over 1 GiB");
   }
+  if (options.work_threads == 0) return Status::InvalidArgument("Options.work_threads is 0");
   std::unique_ptr<DbStore> store(new DbStore(options, path, std::move(fs)));
   Status s = store->OpenDb();
   if (!s.ok()) {

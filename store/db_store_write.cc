@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <thread>
 #include <vector>
 
 #include "auxstore/blob_hash.h"
@@ -19,6 +18,7 @@
 #include "store/db_store.h"
 #include "store/keys.h"
 #include "store/meta_keys.h"
+#include "store/run_beside.h"
 #include "store/watermark.h"
 
 namespace auxstore::store_internal {
@@ -127,11 +127,12 @@ Status DbStore::WriteIngested(NamespaceId ns, PutId put, const std::string& skey
   if (parts == 1) {
     AUXSTORE_RETURN_IF_ERROR(WriteSst(cleanup.files[0], ns, put, streams, &infos[0]));
   } else {
-    Status second;
-    std::thread helper(
-        [&] { second = WriteSst(cleanup.files[1], ns, put, streams.subspan(cut), &infos[1]); });
-    Status first = WriteSst(cleanup.files[0], ns, put, streams.first(cut), &infos[0]);
-    helper.join();
+    // The second half on the work pool, the first on this thread; this
+    // thread writes both when no pool thread is free (never a deadlock).
+    auto [first, second] = RunBeside(
+        work_pool_.get_executor(),
+        [&] { return WriteSst(cleanup.files[0], ns, put, streams.first(cut), &infos[0]); },
+        [&] { return WriteSst(cleanup.files[1], ns, put, streams.subspan(cut), &infos[1]); });
     AUXSTORE_RETURN_IF_ERROR(first);
     AUXSTORE_RETURN_IF_ERROR(second);
   }

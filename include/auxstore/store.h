@@ -60,6 +60,11 @@ struct Options {
   // Background work (eviction, TTL, orphan sweep, recency persistence). The
   // snapshot index always loads in the background after open.
   bool background_maintenance = true;
+  // Threads of the store's own Asio pool, where the second SST file of a
+  // big put (two halves of 64 MiB or more) is written beside the first. A
+  // put never waits for one of them to come free (it writes both halves
+  // itself when none is), so any number > 0 is safe; 0 is InvalidArgument.
+  uint32_t work_threads = 2;
   // Where the store's warnings and RocksDB's info log go (log.h): records at
   // `log_level` and above. Empty: stderr, each distinct message once. The
   // store writes no log file.

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <csignal>
 #include <filesystem>
+#include <thread>
 
 #include "auxstore/blob_hash.h"
 #include "auxstore/store.h"
@@ -152,6 +153,43 @@ TEST_F(StoreTest, BigSnapshotIsWrittenAsTwoFilesAndRoundTrips) {
   auto back = store_->GetLayer(ns_, q, 1);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_TRUE(*back == blobs[1]);
+}
+
+// Each big put writes its second file on the store's work pool. With one
+// work thread, two big puts at once find at most one thread free: the other
+// writes both its files itself, and both round-trip.
+TEST_F(StoreTest, ConcurrentBigPutsOnOneWorkThreadAllCompleteAndRoundTrip) {
+  options_.work_threads = 1;
+  Reopen();
+  constexpr int kPuts = 2;  // work_threads + 1
+  const std::vector<uint8_t> first = RandomBytes(64u << 20, 50),
+                             second = RandomBytes(64u << 20, 51);
+  const std::vector<LayerBlob> layers = {{0, Kind::kOpaque, first}, {1, Kind::kOpaque, second}};
+  std::vector<std::thread> puts;
+  std::vector<Status> results(kPuts);
+  for (int i = 0; i < kPuts; ++i) {
+    puts.emplace_back(
+        [&, i] { results[i] = store_->PutSnapshot(ns_, PrefixFromSeed(50 + i), 1, layers); });
+  }
+  for (std::thread& t : puts) t.join();
+  for (const Status& s : results) ASSERT_TRUE(s.ok()) << s.ToString();
+  Reopen();
+  for (int i = 0; i < kPuts; ++i) {
+    for (uint32_t layer = 0; layer < 2; ++layer) {
+      auto back = store_->GetLayer(ns_, PrefixFromSeed(50 + i), layer);
+      ASSERT_TRUE(back.ok()) << back.status().ToString();
+      EXPECT_TRUE(*back == (layer == 0 ? first : second)) << "put " << i << " layer " << layer;
+    }
+  }
+}
+
+TEST_F(StoreTest, ZeroWorkThreadsIsRefused) {
+  store_.reset();
+  options_.work_threads = 0;
+  auto s = Store::Open(options_, dir_.path());
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(s.status().IsInvalidArgument()) << s.status().ToString();
+  EXPECT_NE(s.status().ToString().find("work_threads"), std::string::npos);
 }
 
 TEST_F(StoreTest, SnapshotWrittenByAnotherProcessRestoresBitExact) {
