@@ -16,6 +16,9 @@ packages=(
   # torch tensors as host buffers (bindings/python/tests/test_torch.py): CPU
   # build from Debian, so those tests run instead of skipping
   python3-torch
+  # the RADOS shared tier (store/rados) and the ctest cluster its tests run
+  # on (scripts/ceph/cluster.sh, label ceph): the same list as cluster.sh install
+  ceph-mon ceph-osd ceph-mgr ceph-common librados-dev libradospp-dev
 )
 # The Rust binding (bindings/rust): Debian's cargo and rustc, unless a Rust
 # toolchain (rustup's) is already there. Its crates need nothing else.
