@@ -100,6 +100,12 @@ class DbStore final : public Store {
   Result<RepairReport> Repair(const VerifyReport& report) override;
   Result<CompactReport> Compact(const CompactOptions& options) override;
   uint64_t DiskBytes() override;
+  // The connector's batched calls (db_store_batch.cc).
+  Result<size_t> CountLeadingStored(NamespaceId ns, std::span<const Prefix> prefixes) override;
+  Result<ChainPages> CountLeadingPages(NamespaceId ns, std::span<const Prefix> block_chain,
+                                       uint32_t block_size) override;
+  Result<BatchLeases> LookupAndLease(NamespaceId ns, std::span<const Prefix> prefixes,
+                                     uint64_t lease_ms) override;
 
  private:
   DbStore(const Options& options, std::string path, std::shared_ptr<rocksdb::FileSystem> fs);

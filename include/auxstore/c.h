@@ -650,6 +650,42 @@ int auxstore_restore_layers_done(const auxstore_restore_handle_t* handle, uint32
  * happens (auxstore_misuse_count). */
 void auxstore_restore_handle_release(auxstore_restore_handle_t* handle);
 
+/* ---- the connector's batched calls (issue 24; docs/connectors.md) ---------- */
+/* How many LEADING `prefixes` are stored, in *count: the consecutive-hit
+ * count from index 0 (SGLang's batch_exists, LMCache's batched_contains).
+ * The first prefix is looked up alone and the rest in one batched lookup,
+ * so a first-key miss costs one lookup. A damaged manifest is a miss (and
+ * quarantined). Counts no hit, changes no recency. `prefixes` may be NULL
+ * when n is 0. */
+int auxstore_count_leading_stored(auxstore_t* db, uint64_t ns, const uint8_t (*prefixes)[16],
+                                  size_t n, size_t* count, char** errmsg);
+/* How many LEADING pages of a block chain (`n_blocks` chained hashes of
+ * blocks of `block_size` tokens, as auxstore_prefix_hash gives them) the
+ * namespace stores, by whichever snapshot's paged put (block_chain in
+ * auxstore_put_options_t) stored them: *pages, and (when not NULL)
+ * *page_tokens, the tokens of a page (the namespace's page_tokens, else
+ * block_size), so the stored rows are [0, *pages * *page_tokens). One
+ * batched lookup of the page index after the first page's.
+ * AUXSTORE_INVALID_ARGUMENT for block_size 0 or a page size that is not a
+ * multiple of it; AUXSTORE_NOT_FOUND for an unknown namespace. */
+int auxstore_count_leading_pages(auxstore_t* db, uint64_t ns, const uint8_t (*block_chain)[16],
+                                 size_t n_blocks, uint32_t block_size, size_t* pages,
+                                 uint32_t* page_tokens, char** errmsg);
+/* Looks up `n` prefixes and leases each one stored for `lease_ms`, in one
+ * batched lookup (vLLM's prepare_load, LMCache's contains with pin):
+ * leases[i] receives prefixes[i]'s lease, 0 when it is not stored, and
+ * *leading (when not NULL) how many LEADING prefixes are stored and leased.
+ * Each hit counts and is touched (it is about to be read). Release with
+ * auxstore_lease_release(_many). AUXSTORE_INVALID_ARGUMENT for lease_ms 0. */
+int auxstore_lookup_leased(auxstore_t* db, uint64_t ns, const uint8_t (*prefixes)[16], size_t n,
+                           uint64_t lease_ms, uint64_t* leases, size_t* leading, char** errmsg);
+/* Releases `n` leases (vLLM's complete_load): 0 and leases already gone
+ * (released, expired, snapshot erased) are skipped; *released (when not
+ * NULL) counts the ones released. Every lease is tried; the first error
+ * other than a lease gone is returned. */
+int auxstore_lease_release_many(auxstore_t* db, const uint64_t* leases, size_t n,
+                                size_t* released, char** errmsg);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -283,6 +283,43 @@ class Store {
   // Bytes of every file in the store directory.
   virtual uint64_t DiskBytes() = 0;
 
+  // ---- the connector's batched calls (issue 24; docs/connectors.md) -------
+  // How many LEADING `prefixes` are stored: the consecutive-hit count from
+  // index 0 (SGLang's batch_exists, LMCache's batched_contains). The first
+  // prefix is looked up alone and the rest in one MultiGet, so a first-key
+  // miss costs one lookup. A damaged manifest is a miss (and quarantined).
+  // Counts no hit, changes no recency.
+  virtual Result<size_t> CountLeadingStored(NamespaceId ns, std::span<const Prefix> prefixes);
+
+  // The stored pages of a block chain: the rows of QSA/DSA layers that
+  // paged puts (PutOptions::block_chain) of namespace `ns` keep, by whichever
+  // snapshot stored them.
+  struct ChainPages {
+    size_t pages = 0;          // LEADING pages of the chain stored
+    uint32_t page_tokens = 0;  // tokens per page (the namespace's, else block_size)
+  };
+  // How many LEADING pages of `block_chain` (chained hashes of blocks of
+  // `block_size` tokens, as PrefixHashes gives them) are stored, in one
+  // MultiGet of the page index after the first page's lookup: page p (tokens
+  // [p * page_tokens, (p + 1) * page_tokens)) is stored when the index names
+  // it under the chain hash at its end. InvalidArgument for block_size 0 or a
+  // page size that is not a multiple of it; NotFound for an unknown
+  // namespace. A Store that keeps no page index: NotSupported.
+  virtual Result<ChainPages> CountLeadingPages(NamespaceId ns, std::span<const Prefix> block_chain,
+                                               uint32_t block_size);
+
+  // Looks up `prefixes` and leases each one stored, in one MultiGet (the
+  // leases are taken under each key's lock first, then the lookup decides
+  // which to keep, so nothing is evicted in between). Release each lease with
+  // ReleaseLease; each found snapshot counts a hit and is touched (it is
+  // about to be read).
+  struct BatchLeases {
+    std::vector<LeaseId> leases;  // leases[i]: prefixes[i]'s lease; 0 when not stored
+    size_t leading = 0;           // how many LEADING prefixes are stored (and leased)
+  };
+  virtual Result<BatchLeases> LookupAndLease(NamespaceId ns, std::span<const Prefix> prefixes,
+                                             uint64_t lease_ms = kDefaultLeaseMs);
+
  protected:
   Store() = default;
 };

@@ -68,25 +68,6 @@ void RegisterStoreLeases(StoreClass& store) {
       py::arg("ns"), py::arg("prefixes"), py::arg("lease_ms"),
       "Leases every prefix (vLLM's prepare_load): all or none (on an error the ones taken are "
       "released and it raises).");
-
-  store.def(
-      "release_leases",
-      [](Store& s, const std::vector<uint64_t>& leases) {
-        size_t released = 0;
-        py::gil_scoped_release release;
-        s.With([&](auxstore_t* db) {
-          for (uint64_t l : leases) {
-            if (l == 0) continue;
-            released += CheckAllowing(AUXSTORE_NOT_FOUND, [&](char** e) {
-                          return auxstore_lease_release(db, l, e);
-                        }) == AUXSTORE_OK;
-          }
-        });
-        return released;
-      },
-      py::arg("leases"),
-      "Releases leases (vLLM's complete_load), ignoring ones already gone; returns how many "
-      "it released.");
 }
 
 void RegisterStore(py::module_& m) {
@@ -141,6 +122,7 @@ void RegisterStore(py::module_& m) {
   RegisterStoreLookups(store);
   RegisterStoreReads(store);
   RegisterStoreLeases(store);
+  RegisterStoreConnector(store);
   RegisterFunctions(m);
 }
 

@@ -181,20 +181,6 @@ void RegisterStoreLookups(StoreClass& store) {
       },
       py::arg("ns"), py::arg("prefix"),
       "Whether the snapshot (ns, prefix) is stored (counts no hit, changes no recency).");
-
-  store.def(
-      "count_leading_stored",
-      [](Store& s, IntArg ns_arg, py::handle prefixes) {
-        const uint64_t ns = ToU64(ns_arg, "ns");
-        const std::vector<Prefix> ps = ToPrefixes(prefixes);
-        py::gil_scoped_release release;
-        const std::vector<uint8_t> found =
-            s.With([&](auxstore_t* db) { return Found(db, ns, ps, nullptr); });
-        return static_cast<size_t>(std::find(found.begin(), found.end(), 0) - found.begin());
-      },
-      py::arg("ns"), py::arg("prefixes"),
-      "How many LEADING prefixes (pages) are stored, in one batched lookup: what SGLang "
-      "HiCache's batch_exists and vLLM's OffloadingManager.lookup return.");
 }
 
 void RegisterStoreReads(StoreClass& store) {

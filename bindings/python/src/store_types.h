@@ -23,11 +23,12 @@ struct Manifest {
 
 using StoreClass = py::class_<Store, std::shared_ptr<Store>>;
 
-void RegisterStoreTypes(py::module_& m);       // store_types.cc
-void RegisterStoreWrites(StoreClass& store);   // store_write.cc: namespaces, puts, erase, flush
-void RegisterStoreLookups(StoreClass& store);  // store_read.cc: lookups, manifests, exists
-void RegisterStoreReads(StoreClass& store);    // store_read.cc: layers into caller buffers
-void RegisterStoreLeases(StoreClass& store);   // store_bind.cc
-void RegisterFunctions(py::module_& m);        // functions.cc: prefix hashes, code names, ...
+void RegisterStoreTypes(py::module_& m);         // store_types.cc
+void RegisterStoreWrites(StoreClass& store);     // store_write.cc: namespaces, puts, erase, flush
+void RegisterStoreLookups(StoreClass& store);    // store_read.cc: lookups, manifests, exists
+void RegisterStoreReads(StoreClass& store);      // store_read.cc: layers into caller buffers
+void RegisterStoreLeases(StoreClass& store);     // store_bind.cc
+void RegisterStoreConnector(StoreClass& store);  // store_connector.cc: batched exists, leases
+void RegisterFunctions(py::module_& m);          // functions.cc: prefix hashes, code names, ...
 
 }  // namespace auxpy

@@ -613,6 +613,19 @@ c_api! {
     /// seeded with `salt`, 16 bytes each into `out`; `*n_out` receives `n_tokens / block_size`
     /// (`AUXSTORE_OUT_OF_RANGE`, nothing written, when that exceeds `capacity`).
     pub fn auxstore_prefix_hash(tokens: *const u32, n_tokens: usize, block_size: u32, salt: u64, out: *mut [u8; 16], capacity: usize, n_out: *mut usize, errmsg: *mut *mut c_char) -> c_int;
+    /// How many LEADING `prefixes` (`n`, NULL when 0) are stored, in `*count`: the consecutive-hit
+    /// count from index 0; the first looked up alone, the rest in one batched lookup. Counts no hit,
+    /// changes no recency.
+    pub fn auxstore_count_leading_stored(db: *mut auxstore_t, ns: u64, prefixes: *const [u8; 16], n: usize, count: *mut usize, errmsg: *mut *mut c_char) -> c_int;
+    /// How many LEADING pages of a block chain (`n_blocks` chained hashes of `block_size`-token
+    /// blocks) the namespace stores, in `*pages`; `*page_tokens` (may be NULL) the tokens of a page.
+    pub fn auxstore_count_leading_pages(db: *mut auxstore_t, ns: u64, block_chain: *const [u8; 16], n_blocks: usize, block_size: u32, pages: *mut usize, page_tokens: *mut u32, errmsg: *mut *mut c_char) -> c_int;
+    /// Looks up `n` prefixes and leases each one stored for `lease_ms` in one batched lookup:
+    /// `leases[i]` its lease (0: not stored), `*leading` (may be NULL) how many LEADING ones are.
+    pub fn auxstore_lookup_leased(db: *mut auxstore_t, ns: u64, prefixes: *const [u8; 16], n: usize, lease_ms: u64, leases: *mut u64, leading: *mut usize, errmsg: *mut *mut c_char) -> c_int;
+    /// Releases `n` leases, skipping 0 and ones already gone; `*released` (may be NULL) counts the
+    /// ones released. Every lease is tried; the first other error is returned.
+    pub fn auxstore_lease_release_many(db: *mut auxstore_t, leases: *const u64, n: usize, released: *mut usize, errmsg: *mut *mut c_char) -> c_int;
     /// Digest of the exact token sequence (independent of the prefix hash), 16 bytes into `out`.
     pub fn auxstore_token_digest(tokens: *const u32, n_tokens: usize, salt: u64, out: *mut u8, errmsg: *mut *mut c_char) -> c_int;
     /// The CPU reference of the QSA re-pool kernel: blocks `[0, n_blocks)` of `raw_keys` (`ingested

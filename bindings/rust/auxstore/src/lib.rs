@@ -121,6 +121,7 @@
 pub use auxstore_sys as sys;
 
 mod backend;
+mod connector;
 mod error;
 mod pipeline;
 mod prefix;
@@ -130,6 +131,7 @@ mod store;
 mod types;
 
 pub use backend::{Backend, DeviceBuffer, DsaBuffers, QsaBuffers, Stream, StreamRef};
+pub use connector::{BatchLeases, ChainPages};
 pub use error::{code_name, Error, Result};
 pub use pipeline::{Pipeline, RestoreHandle, RestoreOptions, RestoreScope, SnapshotOutcome};
 pub use prefix::{prefix_hashes, qsa_block_pool_host, token_digest};

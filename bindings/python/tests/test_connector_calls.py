@@ -1,0 +1,65 @@
+"""The connector's batched calls: the consecutive-hit count over prefixes (a
+first-key miss answered by one lookup) and over a block chain's pages, the
+batched lookup + lease and the batched release."""
+
+import numpy as np
+import pytest
+
+import auxstore
+from conftest import GEOMETRY, prefix, qsa_blob
+
+BLOCK, SALT = 16, 0x5eed
+
+
+def put_opaque(store, ns, p):
+    store.put(ns, p, 16, [(2, "opaque", np.frombuffer(p, np.uint8))])
+
+
+def test_count_leading_stored_stops_at_the_first_miss(store):
+    ns = store.register_namespace("m", GEOMETRY)
+    ps = [prefix(i + 1) for i in range(6)]
+    for p in ps[:5]:
+        put_opaque(store, ns, p)
+    assert store.count_leading_stored(ns, ps[:5]) == 5
+    assert store.count_leading_stored(ns, ps) == 5
+    assert store.count_leading_stored(ns, [ps[0], ps[5], ps[1]]) == 1
+    assert store.count_leading_stored(ns, [ps[5]] + ps[:5]) == 0
+    assert store.count_leading_stored(ns, []) == 0
+    st = store.stats()
+    assert (st.hits, st.misses) == (0, 0)  # exists counts no hit
+
+
+def test_count_leading_pages_of_a_chain(store):
+    ns = store.register_namespace("m", GEOMETRY)
+    tokens = np.arange(4 * BLOCK, dtype=np.uint32) + 100
+    other = tokens.copy()
+    other[2 * BLOCK] ^= 1  # the same first two blocks
+    chain = auxstore.prefix_hash(tokens, BLOCK, SALT)
+    other_chain = auxstore.prefix_hash(other, BLOCK, SALT)
+    assert store.count_leading_pages(ns, chain, BLOCK) == (0, BLOCK)
+    store.put(ns, chain[2], 3 * BLOCK, [(0, "qsa", qsa_blob(3 * BLOCK, 6, seed=4))],
+              block_chain=chain[:3], block_size=BLOCK)
+    assert store.count_leading_pages(ns, chain, BLOCK) == (3, BLOCK)
+    assert store.count_leading_pages(ns, other_chain, BLOCK) == (2, BLOCK)
+    assert store.count_leading_stored(ns, chain[1:2]) == 0  # its pages, but no snapshot of it
+    with pytest.raises(auxstore.InvalidArgumentError, match="block_size is 0"):
+        store.count_leading_pages(ns, chain, 0)
+    with pytest.raises(auxstore.NotFoundError):
+        store.count_leading_pages(ns ^ 1, chain, BLOCK)
+
+
+def test_lookup_leased_and_release_leases(store):
+    ns = store.register_namespace("m", GEOMETRY)
+    ps = [prefix(i + 20) for i in range(4)]
+    for p in (ps[0], ps[2], ps[3]):
+        put_opaque(store, ns, p)
+    leading, leases = store.lookup_leased(ns, ps, 60_000)
+    assert leading == 1
+    assert leases[1] == 0 and all(leases[i] != 0 for i in (0, 2, 3))
+    st = store.stats()
+    assert (st.leases, st.hits, st.misses) == (3, 3, 1)
+    assert store.release_leases(leases) == 3
+    assert store.stats().leases == 0
+    assert store.release_leases(leases) == 0  # already gone: skipped
+    with pytest.raises(auxstore.InvalidArgumentError, match="a lease of 0 ms"):
+        store.lookup_leased(ns, ps, 0)
