@@ -8,24 +8,36 @@ use std::ffi::CStr;
 use std::marker::PhantomData;
 use std::os::raw::c_void;
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// A host or CUDA backend (`auxstore_backend_t`), bound to one device.
-/// `Send + Sync` (the C handle is thread-safe). Everything made from it —
-/// device buffers, streams, states, pipelines — borrows it, so it is
-/// destroyed only after all of them.
+/// `Send + Sync` (the C handle is thread-safe), and shareable: an `Arc` over
+/// the handle, so `clone()` is cheap. Device buffers, streams and states
+/// borrow it; a [`crate::Pipeline`] holds a clone. The handle is destroyed
+/// when the last clone goes, so only after all of them.
+#[derive(Clone)]
 pub struct Backend {
-    raw: NonNull<sys::auxstore_backend_t>,
-    // Pipelines made on it and not dropped (crate::Pipeline counts itself in
-    // and out). Non-zero at drop: one was leaked (mem::forget) and its
-    // threads may still use the backend, so the backend is leaked too.
-    pub(crate) pipelines: AtomicUsize,
+    inner: Arc<BackendHandle>,
 }
 
+// The handle itself, destroyed with the last Backend clone. A pipeline
+// leaked with mem::forget keeps its clone, so the backend is never
+// destroyed under the leaked pipeline's threads.
+struct BackendHandle(NonNull<sys::auxstore_backend_t>);
+
 // SAFETY: docs/c-abi.md, "Thread safety": auxstore_backend_t is thread-safe
-// except for destroy, which takes `self` by value here.
-unsafe impl Send for Backend {}
-unsafe impl Sync for Backend {}
+// except for destroy, which runs only in BackendHandle's drop.
+unsafe impl Send for BackendHandle {}
+unsafe impl Sync for BackendHandle {}
+
+impl Drop for BackendHandle {
+    fn drop(&mut self) {
+        // SAFETY: ours; every state, buffer and stream borrowed a Backend
+        // clone and is gone (or leaked: a leaked state, buffer or stream does
+        // no work of its own), and no pipeline holds a clone any more.
+        unsafe { sys::auxstore_backend_destroy(self.0.as_ptr()) }
+    }
+}
 
 impl std::fmt::Debug for Backend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -55,7 +67,7 @@ impl Backend {
 
     fn from_raw(raw: *mut sys::auxstore_backend_t, what: &str) -> Backend {
         let raw = NonNull::new(raw).unwrap_or_else(|| panic!("{what} returned OK and NULL"));
-        Backend { raw, pipelines: AtomicUsize::new(0) }
+        Backend { inner: Arc::new(BackendHandle(raw)) }
     }
 
     /// The host backend: "device" memory is host memory auxstore allocates
@@ -93,7 +105,7 @@ impl Backend {
 
     /// The raw handle, for calls into `auxstore_sys` (valid while `self` is).
     pub fn as_raw(&self) -> *mut sys::auxstore_backend_t {
-        self.raw.as_ptr()
+        self.inner.0.as_ptr()
     }
 
     /// `bytes` of device memory (on the host backend: host memory the
@@ -398,21 +410,6 @@ impl Backend {
         // SAFETY: the caller's contract; the handle and out pointer are valid.
         check(|e| sys::auxstore_opaque_state_borrow(self.as_raw(), buffer, capacity, size, &mut raw, e))?;
         Ok(State::from_raw(raw, self))
-    }
-}
-
-impl Drop for Backend {
-    fn drop(&mut self) {
-        if self.pipelines.load(Ordering::Acquire) != 0 {
-            // A pipeline on it was leaked (mem::forget, safe Rust): its
-            // threads may still copy through the backend, so the backend is
-            // leaked with it rather than destroyed under them.
-            return;
-        }
-        // SAFETY: ours; every state, buffer, stream and pipeline borrowed it
-        // and is gone (dropped, or leaked: a leaked state, buffer or stream
-        // does no work of its own, and a leaked pipeline is handled above).
-        unsafe { sys::auxstore_backend_destroy(self.raw.as_ptr()) }
     }
 }
 

@@ -25,9 +25,28 @@
 //! ```
 //!
 //! docs/rust.md has the ownership, lifetime and thread-safety rules; in
-//! short: everything made from a [`Store`] or a [`Backend`] borrows it;
-//! restores run inside [`Pipeline::scope`], which borrows their targets
-//! mutably and returns only when they are done.
+//! short: a [`Store`] and a [`Backend`] are shareable `Arc` handles (clone
+//! them), a [`Pipeline`] holds a clone of each, and leases, states, buffers
+//! and streams borrow theirs; restores run inside [`Pipeline::scope`], which
+//! borrows their targets mutably and returns only when they are done.
+//!
+//! An engine keeps the store, the backend and the pipeline in one struct,
+//! shared across threads:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! struct Engine {
+//!     store: auxstore::Store,
+//!     backend: auxstore::Backend,
+//!     pipeline: auxstore::Pipeline,
+//! }
+//! fn engine() -> auxstore::Result<Arc<Engine>> {
+//!     let store = auxstore::Store::open_default("/tmp/aux")?;
+//!     let backend = auxstore::Backend::host()?;
+//!     let pipeline = auxstore::Pipeline::new(&store, &backend)?;
+//!     Ok(Arc::new(Engine { store, backend, pipeline }))
+//! }
+//! ```
 //!
 //! The rules are enforced at compile time:
 //!
@@ -41,7 +60,7 @@
 //!
 //! ```compile_fail,E0502
 //! // A restore target cannot be used (or dropped) while the scope runs.
-//! fn f(p: &auxstore::Pipeline<'_>, ns: auxstore::Namespace, prefix: auxstore::Prefix,
+//! fn f(p: &auxstore::Pipeline, ns: auxstore::Namespace, prefix: auxstore::Prefix,
 //!      mut st: auxstore::State<'_>) {
 //!     p.scope(|s| {
 //!         let _h = s.start(ns, &prefix, [(0, &mut st)], Default::default());
@@ -53,7 +72,7 @@
 //! ```compile_fail,E0597
 //! // A target created inside the scope cannot be restored into: it would be
 //! // dropped before the scope waits for the restore.
-//! fn f(p: &auxstore::Pipeline<'_>, b: &auxstore::Backend, ns: auxstore::Namespace,
+//! fn f(p: &auxstore::Pipeline, b: &auxstore::Backend, ns: auxstore::Namespace,
 //!      prefix: auxstore::Prefix) {
 //!     p.scope(|s| {
 //!         let mut st = b.opaque_state(16).unwrap();
@@ -64,7 +83,7 @@
 //!
 //! ```compile_fail
 //! // A restore handle cannot escape its scope.
-//! fn f<'p>(p: &'p auxstore::Pipeline<'p>, ns: auxstore::Namespace, prefix: auxstore::Prefix,
+//! fn f<'p>(p: &'p auxstore::Pipeline, ns: auxstore::Namespace, prefix: auxstore::Prefix,
 //!          st: &'p mut auxstore::State<'p>) {
 //!     let h = p.scope(|s| s.start(ns, &prefix, [(0, st)], Default::default()).unwrap());
 //! }
@@ -107,11 +126,11 @@
 //! ```
 //!
 //! ```compile_fail,E0597
-//! // A pipeline cannot outlive its store.
-//! fn f(b: &auxstore::Backend) {
-//!     let p = {
+//! // A lease cannot outlive its store.
+//! fn f(ns: auxstore::Namespace, p: auxstore::Prefix) {
+//!     let lease = {
 //!         let store = auxstore::Store::open_default("/tmp/x").unwrap();
-//!         auxstore::Pipeline::new(&store, b).unwrap()
+//!         store.lease(ns, &p, 1000).unwrap()
 //!     };
 //! }
 //! ```
@@ -124,6 +143,7 @@ mod backend;
 mod connector;
 mod error;
 mod pipeline;
+mod pod;
 mod prefix;
 mod sizes;
 mod state;
@@ -134,6 +154,7 @@ pub use backend::{Backend, DeviceBuffer, DsaBuffers, QsaBuffers, Stream, StreamR
 pub use connector::{BatchLeases, ChainPages};
 pub use error::{code_name, Error, Result};
 pub use pipeline::{Pipeline, RestoreHandle, RestoreOptions, RestoreScope, SnapshotOutcome};
+pub use pod::{bytes_of, bytes_of_mut, Pod};
 pub use prefix::{prefix_hashes, qsa_block_pool_host, token_digest};
 pub use state::{Counters, State};
 pub use store::{metrics_text, Lease, Options, Store};
@@ -157,7 +178,7 @@ fn _assert_markers() {
     fn send<T: Send>() {}
     send_sync::<Store>();
     send_sync::<Backend>();
-    send_sync::<Pipeline<'static>>();
+    send_sync::<Pipeline>();
     send_sync::<RestoreHandle<'static>>();
     send_sync::<RestoreScope<'static, 'static>>();
     send_sync::<Lease<'static>>();

@@ -11,23 +11,26 @@ use std::marker::PhantomData;
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 
 /// A pipeline over a store and a backend (`auxstore_pipeline_t`): restores
 /// store -> device states, write-behind snapshots device -> store.
-/// `Send + Sync`. It borrows both, so it is destroyed before either; it is
-/// dropped only once every restore scope on it has ended.
-pub struct Pipeline<'a> {
+/// `Send + Sync`. It owns what it needs: a clone of the [`Store`] and of the
+/// [`Backend`] (both `Arc` handles), so an engine can keep the pipeline, the
+/// store and the backend side by side in one struct, or give the pipeline
+/// to another thread; they close only after it. It is dropped only once
+/// every restore scope on it has ended.
+pub struct Pipeline {
     raw: NonNull<sys::auxstore_pipeline_t>,
-    store: &'a Store,
-    backend: &'a Backend,
+    // Dropped after auxstore_pipeline_destroy (fields drop after Drop::drop).
+    store: Store,
+    backend: Backend,
 }
 
 // SAFETY: docs/c-abi.md, "Thread safety": auxstore_pipeline_t is
 // thread-safe except for destroy, which takes `self` by value here.
-unsafe impl Send for Pipeline<'_> {}
-unsafe impl Sync for Pipeline<'_> {}
+unsafe impl Send for Pipeline {}
+unsafe impl Sync for Pipeline {}
 
 /// What [`Pipeline::snapshot`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,22 +51,22 @@ impl SnapshotOutcome {
     }
 }
 
-impl std::fmt::Debug for Pipeline<'_> {
+impl std::fmt::Debug for Pipeline {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Pipeline({:p})", self.raw.as_ptr())
     }
 }
 
-impl<'a> Pipeline<'a> {
+impl Pipeline {
     /// A pipeline with the default options (staging sized to the store's
-    /// chunks). It borrows the store and the backend until dropped; its
-    /// threads start here.
+    /// chunks). It keeps a clone of the store and of the backend until
+    /// dropped; its threads start here.
     ///
     /// # Errors
     /// The backend's error when the pinned staging memory is not there.
-    pub fn new(store: &'a Store, backend: &'a Backend) -> Result<Pipeline<'a>> {
+    pub fn new(store: &Store, backend: &Backend) -> Result<Pipeline> {
         let mut raw = ptr::null_mut();
-        // SAFETY: live handles (borrowed for 'a) and a valid out pointer.
+        // SAFETY: live handles and a valid out pointer.
         check(|e| unsafe { sys::auxstore_pipeline_create(store.as_raw(), backend.as_raw(), &mut raw, e) })?;
         Ok(Pipeline::from_raw(raw, store, backend, "auxstore_pipeline_create"))
     }
@@ -76,7 +79,7 @@ impl<'a> Pipeline<'a> {
     /// size, or when `staging_buffers * staging_bytes` overflows or exceeds
     /// `isize::MAX` (refused before auxstore is called); the backend's error
     /// when the pinned staging memory is not there.
-    pub fn with_options(store: &'a Store, backend: &'a Backend, options: &PipelineOptions) -> Result<Pipeline<'a>> {
+    pub fn with_options(store: &Store, backend: &Backend, options: &PipelineOptions) -> Result<Pipeline> {
         crate::sizes::product(
             "auxstore::Pipeline::with_options: staging (staging_buffers * staging_bytes)",
             &[options.staging_buffers as u64, options.staging_bytes as u64],
@@ -84,32 +87,30 @@ impl<'a> Pipeline<'a> {
         crate::sizes::allocation("auxstore::Pipeline::with_options: staging_bytes", options.staging_bytes as u64)?;
         let o = options.to_c();
         let mut raw = ptr::null_mut();
-        // SAFETY: live handles (borrowed for 'a), valid options and out
+        // SAFETY: live handles, valid options and out
         // pointer; the staging sizes are allocatable (checked above).
         check(|e| unsafe { sys::auxstore_pipeline_create_with(store.as_raw(), backend.as_raw(), &o, &mut raw, e) })?;
         Ok(Pipeline::from_raw(raw, store, backend, "auxstore_pipeline_create_with"))
     }
 
-    fn from_raw(raw: *mut sys::auxstore_pipeline_t, store: &'a Store, backend: &'a Backend, what: &str) -> Self {
+    fn from_raw(raw: *mut sys::auxstore_pipeline_t, store: &Store, backend: &Backend, what: &str) -> Self {
         let raw = NonNull::new(raw).unwrap_or_else(|| panic!("{what} returned OK and NULL"));
-        // Counted out in Drop: a pipeline leaked with mem::forget keeps
-        // its store and backend from being closed under its threads.
-        store.pipelines.fetch_add(1, Ordering::AcqRel);
-        backend.pipelines.fetch_add(1, Ordering::AcqRel);
-        Pipeline { raw, store, backend }
+        // The clones keep the store and the backend open for the pipeline's
+        // threads, also when the pipeline is leaked with mem::forget.
+        Pipeline { raw, store: store.clone(), backend: backend.clone() }
     }
 
     /// The raw handle, for calls into `auxstore_sys` (valid while `self` is).
     pub fn as_raw(&self) -> *mut sys::auxstore_pipeline_t {
         self.raw.as_ptr()
     }
-    /// The store it reads and writes.
-    pub fn store(&self) -> &'a Store {
-        self.store
+    /// The store it reads and writes (its clone).
+    pub fn store(&self) -> &Store {
+        &self.store
     }
-    /// The backend its states and streams belong to.
-    pub fn backend(&self) -> &'a Backend {
-        self.backend
+    /// The backend its states and streams belong to (its clone).
+    pub fn backend(&self) -> &Backend {
+        &self.backend
     }
 
     /// The pipeline's own stream (restores without a stream run on it).
@@ -253,13 +254,11 @@ impl<'a> Pipeline<'a> {
     }
 }
 
-impl Drop for Pipeline<'_> {
+impl Drop for Pipeline {
     fn drop(&mut self) {
         // SAFETY: ours; no scope (hence no restore of ours) is running. It
-        // waits for accepted snapshots.
+        // waits for accepted snapshots; the store and backend clones go after.
         unsafe { sys::auxstore_pipeline_destroy(self.raw.as_ptr()) }
-        self.store.pipelines.fetch_sub(1, Ordering::AcqRel);
-        self.backend.pipelines.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -304,7 +303,7 @@ impl ScopeInner {
 /// borrows; targets are borrowed for `'scope`, i.e. until the scope ends.
 /// `Sync`: restores may be started from several threads of the scope.
 pub struct RestoreScope<'scope, 'env: 'scope> {
-    pipeline: &'env Pipeline<'env>,
+    pipeline: &'env Pipeline,
     inner: Arc<ScopeInner>,
     _scope: PhantomData<&'scope mut &'scope ()>,
     _env: PhantomData<&'env mut &'env ()>,
@@ -427,7 +426,7 @@ fn erase_done<'s>(f: Box<dyn FnOnce(Result<()>) + Send + 's>) -> Box<dyn FnOnce(
 
 impl<'scope, 'env> RestoreScope<'scope, 'env> {
     /// The pipeline the scope's restores run on.
-    pub fn pipeline(&self) -> &'env Pipeline<'env> {
+    pub fn pipeline(&self) -> &'env Pipeline {
         self.pipeline
     }
 
@@ -460,7 +459,7 @@ impl<'scope, 'env> RestoreScope<'scope, 'env> {
         I: IntoIterator<Item = (u32, &'scope mut State<'t>)>,
     {
         let c = c_targets(targets.into_iter().map(|(l, s)| (l, &*s)));
-        let backend = self.pipeline.backend;
+        let backend = &self.pipeline.backend;
         let mut o = sys::auxstore_restore_options_t {
             struct_size: 0,
             use_stream: 0,
@@ -478,7 +477,7 @@ impl<'scope, 'env> RestoreScope<'scope, 'env> {
             o.stream = backend.own_stream(s, "auxstore::RestoreScope::start")?;
         }
         if let Some(l) = &options.lease {
-            if l.store().as_raw() != self.pipeline.store.as_raw() {
+            if !l.store().same_store(&self.pipeline.store) {
                 return Err(Error::invalid("auxstore::RestoreScope::start: the lease belongs to another store"));
             }
             o.lease = l.id();

@@ -9,7 +9,7 @@ use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 // ---- the log hook ----------------------------------------------------------------
@@ -178,23 +178,38 @@ impl Drop for Options {
 
 // ---- the store -------------------------------------------------------------------------
 
-/// An open store (`auxstore_t`). `Send + Sync`: every call may be made from
-/// any number of threads at once. Closing (drop) needs ownership, so no other
-/// call, lease, pipeline or restore can still be using it.
+/// An open store (`auxstore_t`). `Send + Sync`, and shareable: a `Store` is
+/// an `Arc` over the handle, so `clone()` is cheap and every clone (and
+/// every [`Pipeline`] made on it, which holds one) uses the same open store;
+/// it closes when the last of them is dropped. Every call may be made from
+/// any number of threads at once.
+#[derive(Clone)]
 pub struct Store {
+    inner: Arc<StoreHandle>,
+}
+
+// The handle itself: closed when the last Store clone (or pipeline holding
+// one) goes. A pipeline leaked with mem::forget keeps its clone, so the
+// store is never closed under the leaked pipeline's threads.
+struct StoreHandle {
     raw: NonNull<sys::auxstore_t>,
-    // Pipelines made on it and not dropped (crate::Pipeline counts itself in
-    // and out). Non-zero at drop: one was leaked (mem::forget) and its
-    // threads may still write to the store, so the store is leaked too.
-    pub(crate) pipelines: AtomicUsize,
     // Dropped after auxstore_close (fields drop after Drop::drop).
     log: Option<Arc<LogHook>>,
 }
 
 // SAFETY: docs/c-abi.md, "Thread safety": auxstore_t is thread-safe except
-// for close, which takes `self` by value here.
-unsafe impl Send for Store {}
-unsafe impl Sync for Store {}
+// for close, which runs only in StoreHandle's drop, when no clone is left.
+unsafe impl Send for StoreHandle {}
+unsafe impl Sync for StoreHandle {}
+
+impl Drop for StoreHandle {
+    fn drop(&mut self) {
+        // SAFETY: ours; no Store clone, pipeline, lease or restore is left
+        // (leases and restores borrow a Store, pipelines hold a clone). The
+        // log hook is freed after this.
+        unsafe { sys::auxstore_close(self.raw.as_ptr()) }
+    }
+}
 
 pub(crate) fn cstring(what: &str, s: &str) -> Result<CString> {
     CString::new(s).map_err(|_| Error::invalid(format!("{what} contains a NUL byte")))
@@ -234,24 +249,31 @@ impl Store {
         // a valid out pointer.
         check(|e| unsafe { sys::auxstore_open(p.as_ptr(), o, &mut raw, e) })?;
         Ok(Store {
-            raw: NonNull::new(raw).expect("auxstore_open returned OK and NULL"),
-            log: options.and_then(|o| o.log.clone()),
-            pipelines: AtomicUsize::new(0),
+            inner: Arc::new(StoreHandle {
+                raw: NonNull::new(raw).expect("auxstore_open returned OK and NULL"),
+                log: options.and_then(|o| o.log.clone()),
+            }),
         })
     }
 
-    /// Closes the store (the same as dropping it): waits for its background
-    /// work, then frees the handle and, after that, the log hook.
+    /// Drops this clone (the same as dropping it). The last clone to go,
+    /// when no pipeline holds one any more, closes the store: waits for its
+    /// background work, then frees the handle and, after that, the log hook.
     pub fn close(self) {}
+
+    /// Whether `other` is a clone of this store (the same open handle).
+    pub fn same_store(&self, other: &Store) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
 
     /// The raw handle, for calls into `auxstore_sys` (valid while `self` is).
     pub fn as_raw(&self) -> *mut sys::auxstore_t {
-        self.raw.as_ptr()
+        self.inner.raw.as_ptr()
     }
 
     /// How many times the log callback panicked (each caught at the boundary).
     pub fn log_callback_panics(&self) -> u64 {
-        self.log.as_ref().map_or(0, |h| h.panics.load(Ordering::Relaxed))
+        self.inner.log.as_ref().map_or(0, |h| h.panics.load(Ordering::Relaxed))
     }
 
     /// Registers (idempotently) a model id and geometry: an unsharded
@@ -664,24 +686,6 @@ impl Store {
     }
 }
 
-impl Drop for Store {
-    fn drop(&mut self) {
-        if self.pipelines.load(Ordering::Acquire) != 0 {
-            // A pipeline on it was leaked (mem::forget, safe Rust): its
-            // threads may still write to the store, so the store stays open
-            // (leaked, with its log hook) rather than closed under them.
-            if let Some(hook) = self.log.take() {
-                std::mem::forget(hook);
-            }
-            return;
-        }
-        // SAFETY: ours; nothing borrows `self` any more (pipelines, leases,
-        // restores all hold &Store; a leaked lease is only an id, a leaked
-        // pipeline is handled above). The log hook is freed after this.
-        unsafe { sys::auxstore_close(self.raw.as_ptr()) }
-    }
-}
-
 fn not_found_is_none(r: Result<()>) -> Result<Option<()>> {
     match r {
         Ok(()) => Ok(Some(())),
@@ -691,7 +695,7 @@ fn not_found_is_none(r: Result<()>) -> Result<Option<()>> {
 }
 
 /// Prometheus text of a store's and/or a pipeline's metrics (at least one).
-pub fn metrics_text(store: Option<&Store>, pipeline: Option<&Pipeline<'_>>, labels: Option<&str>) -> Result<String> {
+pub fn metrics_text(store: Option<&Store>, pipeline: Option<&Pipeline>, labels: Option<&str>) -> Result<String> {
     let l = match labels {
         Some(l) => Some(cstring("auxstore::metrics_text: labels", l)?),
         None => None,
@@ -730,7 +734,7 @@ pub struct Lease<'s> {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Store({:p})", self.raw.as_ptr())
+        write!(f, "Store({:p})", self.inner.raw.as_ptr())
     }
 }
 

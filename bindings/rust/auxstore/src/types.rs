@@ -272,6 +272,12 @@ impl<'a> Layer<'a> {
     pub fn new(layer: u32, kind: Kind, data: &'a [u8]) -> Layer<'a> {
         Layer { layer, kind, data }
     }
+    /// Layer `layer` of kind `kind` holding the elements of `data` (f32,
+    /// an engine's bf16 type, ...: any [`crate::Pod`]), as their bytes in
+    /// memory order, with no copy.
+    pub fn from_slice<T: crate::Pod>(layer: u32, kind: Kind, data: &'a [T]) -> Layer<'a> {
+        Layer { layer, kind, data: crate::bytes_of(data) }
+    }
 }
 
 /// How a snapshot is put ([`crate::Store::put_snapshot_with`],
@@ -350,6 +356,12 @@ impl<'a> LayerDest<'a> {
     /// Layer `layer` into `buf` (`size` 0 until read).
     pub fn new(layer: u32, buf: &'a mut [u8]) -> LayerDest<'a> {
         LayerDest { layer, buf, size: 0 }
+    }
+    /// Layer `layer` into the elements of `buf` (any [`crate::Pod`]: f32,
+    /// an engine's bf16 type, ...), written as bytes in memory order, with
+    /// no copy; its capacity is `buf`'s size in bytes.
+    pub fn from_slice<T: crate::Pod>(layer: u32, buf: &'a mut [T]) -> LayerDest<'a> {
+        LayerDest { layer, buf: crate::bytes_of_mut(buf), size: 0 }
     }
     /// The bytes read.
     pub fn bytes(&self) -> &[u8] {
