@@ -263,7 +263,7 @@ Status DbStore::OpenRocks(bool read_only, bool create) {
       return Status::Corruption("store " + path_ +
                                 " is damaged: RocksDB cannot recover it from its MANIFEST and "
                                 "WAL files (" +
-                                rs.ToString() + ")");
+                                rs.ToString() + ")" + RepairHintFor(path_, rs.ToString()));
     }
     return FromRocks(rs, "open store " + path_);
   }

@@ -2,6 +2,7 @@
 // for verify, repair and compact.
 #include "auxstore/maintenance.h"
 #include "auxstore/store.h"
+#include "store/refused_open_repair.h"
 
 namespace auxstore {
 
@@ -28,6 +29,18 @@ Result<RepairReport> RepairStoreAt(const std::string& path, bool accept_data_los
   o.background_maintenance = false;
   o.accept_data_loss = accept_data_loss;
   auto store = Store::Open(o, path);
+  std::vector<std::string> set_aside;
+  if (!store.ok() && store.error().IsCorruption()) {
+    // RocksDB refuses a store whose live table file cannot be opened: set
+    // it aside and rewrite around it, then open again (refused_open_repair.h).
+    auto lines = store_internal::RepairUnopenableTables(path, o.log_sink, o.log_level);
+    if (!lines.ok()) {
+      return lines.error().WithContext("repair cannot open the store (" +
+                                       store.error().message() + ")");
+    }
+    set_aside = std::move(*lines);
+    if (!set_aside.empty()) store = Store::Open(o, path);
+  }
   if (!store.ok()) {
     if (store.error().IsCorruption() && !accept_data_loss) {
       return store.error().WithContext(
@@ -37,7 +50,9 @@ Result<RepairReport> RepairStoreAt(const std::string& path, bool accept_data_los
     return store.error();
   }
   AUXSTORE_ASSIGN_OR_RETURN(*report, (*store)->Verify(options));
-  return (*store)->Repair(*report);
+  AUXSTORE_ASSIGN_OR_RETURN(RepairReport repaired, (*store)->Repair(*report));
+  repaired.tables_set_aside = std::move(set_aside);
+  return repaired;
 }
 
 Result<CompactReport> CompactStoreAt(const std::string& path, const CompactOptions& options) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "auxstore/status.h"
 
@@ -23,7 +24,20 @@ Status CheckTablePropertiesBlock(const std::string& table_file);
 
 // CheckTablePropertiesBlock for every table file the store's current MANIFEST
 // names (others RocksDB never opens). OK when the MANIFEST cannot be read:
-// RocksDB's own open then refuses the store.
+// RocksDB's own open then refuses the store. The refusal names the file and
+// says that `auxstore verify --repair` can fix it (refused_open_repair.h).
 Status CheckTablePropertiesBlocks(const std::string& dir);
+
+// The names ("000042.sst") of the table files the store's current MANIFEST
+// names, read without opening any table; empty when CURRENT or the MANIFEST
+// cannot be read. Blob files would be listed too (the store writes none).
+std::vector<std::string> LiveTableFileNames(const std::string& dir);
+
+// "; `auxstore verify --repair DIR` sets FILE aside ...": what a refusal
+// caused by one unopenable table file appends to its message.
+std::string RepairHint(const std::string& dir, const std::string& table_file);
+// RepairHint for the first table file ("NNNNNN.sst") a RocksDB message
+// names, "" when it names none.
+std::string RepairHintFor(const std::string& dir, const std::string& rocksdb_message);
 
 }  // namespace auxstore::store_internal

@@ -80,6 +80,11 @@ struct RepairReport {
   std::vector<CorruptSnapshot> removed;   // quarantined, records deleted
   std::vector<std::string> not_repaired;  // store problems repair leaves alone
   bool accepted_data_loss = false;        // opened despite lost commits; watermark reset
+  // The store could not be opened because live table files could not be:
+  // each was set aside in <store>/auxstore-damaged/ (kept for the operator
+  // to delete) and its column family rewritten from what still reads. One
+  // line per file (what was read of it, where it is kept) and per family.
+  std::vector<std::string> tables_set_aside;
 };
 
 struct CompactOptions {
@@ -107,9 +112,13 @@ struct CompactReport {
 Result<VerifyReport> VerifyStoreAt(const std::string& path, const VerifyOptions& options = {});
 
 // Opens `path` for writing (Busy while another handle writes), verifies it
-// and removes exactly the snapshots found corrupt. Lost commits make the
-// store unopenable: refused unless `accept_data_loss` (then the watermark
-// comes down to what is left). `report` receives the verification.
+// and removes exactly the snapshots found corrupt. When the open is refused
+// because live table files cannot be opened (a damaged footer, index,
+// metaindex or properties block), those files are set aside and their
+// column families rewritten around them first (tables_set_aside). Lost
+// commits make the store unopenable: refused unless `accept_data_loss`
+// (then the watermark comes down to what is left). `report` receives the
+// verification.
 Result<RepairReport> RepairStoreAt(const std::string& path, bool accept_data_loss,
                                    VerifyReport* report, const VerifyOptions& options = {});
 

@@ -83,7 +83,8 @@ void PrintVerify(Context& c, const VerifyReport& r, const RepairReport* repair) 
     if (repair) {
       json rep = {{"removed", json::array()},
                   {"not_repaired", repair->not_repaired},
-                  {"accepted_data_loss", repair->accepted_data_loss}};
+                  {"accepted_data_loss", repair->accepted_data_loss},
+                  {"tables_set_aside", repair->tables_set_aside}};
       for (const auto& x : repair->removed) rep["removed"].push_back(CorruptJson(x));
       j["repair"] = std::move(rep);
     }
@@ -110,6 +111,7 @@ void PrintVerify(Context& c, const VerifyReport& r, const RepairReport* repair) 
   for (const auto& p : r.store_problems) c.out << "CORRUPT store: " << p << "\n";
   for (const auto& x : r.corrupt) c.out << "CORRUPT " << Where(x) << ": " << x.why << "\n";
   if (repair) {
+    for (const auto& t : repair->tables_set_aside) c.out << "SET ASIDE: " << t << "\n";
     for (const auto& x : repair->removed) c.out << "REMOVED " << Where(x) << "\n";
     for (const auto& p : repair->not_repaired) c.out << "NOT REPAIRED: " << p << "\n";
     if (repair->accepted_data_loss) c.out << "accepted the lost commits; watermark reset\n";
