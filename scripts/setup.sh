@@ -12,6 +12,8 @@ packages=(
   clang clang-format libclang-rt-14-dev
   # the Python binding (bindings/python), built for Debian's /usr/bin/python3
   python3-dev pybind11-dev python3-pybind11
+  # DLPack's header: host tensors of any framework as Python buffers
+  libdlpack-dev
   python3-numpy python3-pytest python3-prometheus-client
   # torch tensors as host buffers (bindings/python/tests/test_torch.py): CPU
   # build from Debian, so those tests run instead of skipping

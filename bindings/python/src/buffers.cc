@@ -1,5 +1,7 @@
 // Buffers (buffer protocol, CPU torch tensors), prefixes, tokens, kinds,
 // dtypes, labels, and the memoryview over memory auxstore allocated.
+#include <dlpack/dlpack.h>
+
 #include <cctype>
 #include <cstring>
 #include <stdexcept>
@@ -34,6 +36,61 @@ bool PlainFormat(const char* format) {
   f = f.substr(i);
   if (f.size() == 2 && f[0] == 'Z') return std::strchr("efdg", f[1]) != nullptr;  // complex
   return f.size() == 1 && std::strchr("?cbBhHiIlLqQnNefdgsxw", f[0]) != nullptr;
+}
+
+// The DLPack capsule of `obj`: `obj` itself when it is one ("dltensor"), else
+// obj.__dlpack__() after __dlpack_device__ says host memory; None when `obj`
+// speaks no DLPack. The capsule is not consumed: while it lives the tensor
+// does, and its own destructor calls the producer's deleter.
+py::object DlpackCapsule(py::handle obj, const std::string& what) {
+  if (PyCapsule_IsValid(obj.ptr(), "dltensor")) return py::reinterpret_borrow<py::object>(obj);
+  if (!py::hasattr(obj, "__dlpack__")) return py::none();
+  if (py::hasattr(obj, "__dlpack_device__")) {
+    const auto dev = obj.attr("__dlpack_device__")().cast<std::pair<int, int>>();
+    if (dev.first != kDLCPU && dev.first != kDLCUDAHost) {
+      throw py::type_error(what + " is a device tensor (DLPack device type " +
+                           std::to_string(dev.first) +
+                           "): pass its device address to the device API instead");
+    }
+  }
+  return obj.attr("__dlpack__")();
+}
+
+// The host memory a DLPack capsule describes: C-contiguous, whole bytes.
+void DlpackSpan(py::handle capsule, const std::string& what, void** ptr, size_t* len) {
+  auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+  if (m == nullptr) {
+    PyErr_Clear();
+    throw py::type_error(what + ": __dlpack__() returned no unused \"dltensor\" capsule");
+  }
+  const DLTensor& t = m->dl_tensor;
+  if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDAHost) {
+    throw py::type_error(what + " is a device tensor (DLPack device type " +
+                         std::to_string(t.device.device_type) +
+                         "): pass its device address to the device API instead");
+  }
+  if (t.dtype.bits % 8 != 0) {
+    throw py::type_error(what + " has " + std::to_string(t.dtype.bits) +
+                         "-bit elements: auxstore reads and writes whole bytes");
+  }
+  uint64_t elements = 1, expect_stride = 1;
+  bool contiguous = true;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.shape[d] < 0) throw py::value_error(what + " has a negative DLPack shape");
+    if (t.strides != nullptr && t.shape[d] > 1 &&
+        t.strides[d] != static_cast<int64_t>(expect_stride)) {
+      contiguous = false;
+    }
+    expect_stride *= static_cast<uint64_t>(t.shape[d]);
+    elements *= static_cast<uint64_t>(t.shape[d]);
+  }
+  if (!contiguous) {
+    throw py::value_error(what +
+                          " must be C-contiguous: auxstore reads and writes it in place, "
+                          "never through a copy");
+  }
+  *ptr = static_cast<char*>(t.data) + t.byte_offset;
+  *len = static_cast<size_t>(elements * (t.dtype.bits / 8) * t.dtype.lanes);
 }
 
 // auxstore-malloc'd bytes exported through the buffer protocol.
@@ -87,9 +144,15 @@ Buffer::Buffer(py::handle obj, bool writable, const std::string& what) {
     hold_ = py::reinterpret_borrow<py::object>(obj);
     return;
   }
+  if (py::object capsule = DlpackCapsule(obj, what); !capsule.is_none()) {
+    DlpackSpan(capsule, what, &ptr_, &len_);
+    hold_ = std::move(capsule);
+    return;
+  }
   throw py::type_error(what +
                        " must support the buffer protocol (numpy array, bytearray, "
-                       "memoryview, bytes) or be a CPU torch tensor, not " +
+                       "memoryview, bytes), be a CPU torch tensor or a host DLPack tensor "
+                       "(__dlpack__), not " +
                        std::string(Py_TYPE(obj.ptr())->tp_name));
 }
 

@@ -1,4 +1,4 @@
-// Host buffers (buffer protocol, CPU torch tensors), prefixes, tokens,
+// Host buffers (buffer protocol, CPU torch tensors, host DLPack tensors), prefixes, tokens,
 // kinds, dtypes, labels, and the memoryview over memory auxstore allocated.
 #pragma once
 
@@ -9,7 +9,8 @@ namespace auxpy {
 // ---- buffers ------------------------------------------------------------------
 
 // A C-contiguous span of an object's memory, held for the life of this
-// object (a buffer-protocol export, or a CPU torch tensor kept referenced).
+// object (a buffer-protocol export, a CPU torch tensor kept referenced, or
+// the DLPack capsule of a host tensor: __dlpack__() or a "dltensor" capsule).
 // Construct and destroy with the GIL; read ptr/len without it.
 class Buffer {
  public:
