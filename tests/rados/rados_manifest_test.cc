@@ -49,6 +49,20 @@ TEST(RadosManifests, ACommittedManifestReadsBackWithItsPages) {
   EXPECT_EQ(m->pages, keys);
 }
 
+// More pages than one omap read returns (1024): the page list is read whole.
+TEST(RadosManifests, AManifestNamingMorePagesThanOneOmapReadReadsWhole) {
+  auto conn = Connect(UriFor(UniqueNamespace()));
+  ASSERT_TRUE(conn);
+  std::vector<PageKey> keys = PutFamily(*conn, 15, 1500, 64);
+  ASSERT_EQ(keys.size(), 1500u);
+  RadosManifests manifests(*conn);
+  ASSERT_TRUE(manifests.Commit(Bytes("many"), Bytes("body"), keys).ok());
+  auto m = manifests.Read(Bytes("many"));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  std::sort(keys.begin(), keys.end());
+  EXPECT_EQ(m->pages, keys);
+}
+
 TEST(RadosManifests, ACommitNamingAMissingPageIsRefusedAndNothingIsVisible) {
   auto conn = Connect(UriFor(UniqueNamespace()));
   ASSERT_TRUE(conn);
