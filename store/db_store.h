@@ -27,6 +27,8 @@
 
 #include "auxstore/store.h"
 #include "format/run_record.h"
+#include "store/commit_batch.h"
+#include "store/page_ledger_rocks.h"
 #include "store/rocks/rocks_options.h"
 #include "store/snapshot_index.h"
 #include "store/store_dir.h"
@@ -44,12 +46,6 @@ Status FromRocks(const rocksdb::Status& s, const std::string& what);
 int64_t NowUnixMs();
 // A manifest record's value: envelope (under its key) and manifest decoded.
 Result<Manifest> DecodeManifestRecord(const std::string& key, ByteSpan value);
-// A page index value: the put that stored the page and the page's number.
-std::string EncodePageRef(NamespaceId ns, uint32_t page_tokens, const Prefix& chain_hash,
-                          PutId owner, uint32_t page);
-bool DecodePageRef(const std::string& key, ByteSpan value, PutId* owner, uint32_t* page);
-// A run record's value decoded under its key.
-Result<RunRecord> DecodeRunRecordValue(const std::string& key, ByteSpan value);
 
 class DbStore final : public Store {
  public:
@@ -170,10 +166,16 @@ class DbStore final : public Store {
   // watermark advanced); Unavailable on a fenced store.
   Status SyncCommitsLocked(const std::string& what);
 
-  // ---- puts (db_store_put.cc)
+  // ---- puts (db_store_put.cc): validate, hash the pages, share (the page
+  // ledger), assemble the manifest and run record, store and commit.
   PutId NewPutId();
-  // nullopt when the put has no run record.
-  Result<std::optional<RunRecord>> LoadRunRecord(NamespaceId ns, PutId put);
+  struct PutPlan;
+  Status PlanLayers(const NamespaceSpec& spec, uint64_t token_count,
+                    std::span<const LayerBlob> layers, PutPlan* plan);
+  void HashPages(PutPlan* plan);
+  Status SharePages(PutPlan* plan);
+  Status AssemblePut(uint64_t token_count, PutPlan* plan);
+  Status StorePut(const std::string& snapshot_key, PutPlan* plan);
 
   // ---- removal and reclaim (db_store_reclaim.cc)
   enum class EraseReason { kUser, kEviction, kExpiry };
@@ -183,12 +185,8 @@ class DbStore final : public Store {
   // reclaims the puts nobody uses any more (`quarantine`: counts one).
   Status RemoveSnapshot(NamespaceId ns, const Prefix& prefix, const std::string& manifest_value,
                         const Status* quarantine, const std::string& what);
-  Result<bool> HasRefsOtherThan(NamespaceId ns, PutId owner, PutId referrer);
-  Result<bool> AddReclaim(NamespaceId ns, PutId owner, rocksdb::WriteBatch* batch);
-  // Drops a put's pin; reclaims it when nobody uses it any more.
-  void UnpinOwner(NamespaceId ns, PutId owner);
-  // Reclaims a put no ref and no pin holds: true when it did.
-  Result<bool> ReclaimIfUnused(NamespaceId ns, PutId put);
+  // What the page ledger needs of the store: commits, record deletion.
+  LedgerHost MakeLedgerHost();
   Status DeleteRecordsOfPut(NamespaceId ns, PutId put);
   // A damaged record of put `owner`: quarantines every snapshot using it.
   Status QuarantineRecord(NamespaceId ns, PutId owner, uint32_t layer, uint8_t array,
@@ -255,7 +253,9 @@ class DbStore final : public Store {
   Result<std::map<int, std::set<std::string>>> DamagedFiles();
   // Rewrites column family `cf` with its intact entries, without its files.
   Status RewriteFamily(int cf, const std::set<std::string>& damaged, RepairReport* out);
-  bool RefStillTrue(const rocksdb::Slice& key, const rocksdb::Slice& value);
+  bool KeepEntry(int cf, const rocksdb::Slice& key, const rocksdb::Slice& value);
+  Status DropFamilyFiles(int cf, std::vector<rocksdb::LiveFileMetaData> before,
+                         const std::set<std::string>& damaged, bool auto_off);
   std::vector<std::string> RewriteCandidates(int cf);
   // The run records, refs and page entries the manifests need, where missing.
   Status RebuildDerived(RepairReport* out, bool* changed);
@@ -274,6 +274,9 @@ class DbStore final : public Store {
   // nobody refs, refs of snapshots that are gone, page entries of puts that
   // are gone.
   Status RemoveOrphans(CompactReport* report);
+  Status RemoveOrphanRecords(CompactReport* report);
+  Status FindStrayRecords(NamespaceId ns, PutId put, const RunRecord& rec,
+                          std::vector<std::string>* strays);
   Status PersistRecency();
   Status SweepIntents();
 
@@ -307,11 +310,8 @@ class DbStore final : public Store {
 
   SnapshotIndex index_;
 
-  // Sharing: page lookups and commits that add refs, against removals that
-  // drop them (db_store_put.cc, db_store_reclaim.cc). pins_: puts whose
-  // pages a put in flight is about to share (PutKey -> puts).
-  std::mutex pages_mu_;
-  std::map<std::string, int> pins_;
+  // The paged data model: run records, page index, refs and pins.
+  RocksPageLedger ledger_{db_, cf_, MakeLedgerHost()};
   std::mutex put_id_mu_;
   std::mt19937_64 put_id_rng_;  // seeded from std::random_device on first use
   bool put_id_seeded_ = false;

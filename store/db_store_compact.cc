@@ -41,9 +41,41 @@ uint64_t DbStore::DiskBytes() {
 }
 
 Status DbStore::RemoveOrphans(CompactReport* report) {
-  // 1. Records of puts with no run record (crashed before their commit, or
-  //    between a reclaim's commit and its delete), and records inside a
-  //    live put's range its run record does not name.
+  AUXSTORE_RETURN_IF_ERROR(RemoveOrphanRecords(report));
+  // Refs of snapshots that are gone (a damaged manifest removed as it was),
+  // then every put nobody refs any more, then page entries of puts that are
+  // gone (lookups would miss a share).
+  std::vector<std::pair<NamespaceId, PutId>> unreferenced;
+  AUXSTORE_ASSIGN_OR_RETURN(uint64_t stale_refs,
+                            ledger_.RemoveStaleRefs(
+                                [&](const SnapshotId& s, PutId referrer) -> Result<bool> {
+                                  auto m = LoadManifest(s.ns, s.prefix);
+                                  if (m.ok()) return m->put_id == referrer;
+                                  if (!m.error().IsNotFound() && !m.error().IsCorruption())
+                                    return m.error();
+                                  return false;
+                                },
+                                &unreferenced));
+  report->stale_entries_removed += stale_refs;
+  AUXSTORE_RETURN_IF_ERROR(ledger_.ForEachRun([&](const RunEntry& e) {
+    if (!e.malformed) unreferenced.emplace_back(e.ns, e.put);
+    return true;
+  }));
+  std::sort(unreferenced.begin(), unreferenced.end());
+  unreferenced.erase(std::unique(unreferenced.begin(), unreferenced.end()), unreferenced.end());
+  for (const auto& [ns, put] : unreferenced) {
+    AUXSTORE_ASSIGN_OR_RETURN(bool reclaimed, ledger_.ReclaimIfUnused(ns, put));
+    if (reclaimed) ++report->orphan_puts_removed;
+  }
+  AUXSTORE_ASSIGN_OR_RETURN(uint64_t stale_pages, ledger_.RemoveStalePageEntries());
+  report->stale_entries_removed += stale_pages;
+  return SweepIntents();
+}
+
+// Records of puts with no run record (crashed before their commit, or
+// between a reclaim's commit and its delete), and records inside a live
+// put's range its run record does not name.
+Status DbStore::RemoveOrphanRecords(CompactReport* report) {
   std::vector<std::pair<NamespaceId, PutId>> orphans;
   std::vector<std::string> strays;
   {
@@ -55,25 +87,9 @@ Status DbStore::RemoveOrphans(CompactReport* report) {
         it->Next();
         continue;
       }
-      auto rec = LoadRunRecord(k.ns, k.put);
+      auto rec = ledger_.LoadRun(k.ns, k.put);
       if (rec.ok() && *rec) {
-        std::unique_ptr<rocksdb::Iterator> walk(db_->NewIterator(HotReadOptions(), cf_[kRecords]));
-        const std::string end = PutRangeEnd(k.ns, k.put);
-        for (walk->Seek(PutKey(k.ns, k.put)); walk->Valid() && walk->key().compare(end) < 0;
-             walk->Next()) {
-          ParsedRecordKey r;
-          ParseRecordKey(walk->key().ToStringView(), &r);
-          const RunLayer* rl = (*rec)->FindLayer(r.layer);
-          bool named = rl != nullptr && r.array < rl->arrays.size();
-          if (named) {
-            const RunArray& ra = rl->arrays[r.array];
-            const uint64_t stream =
-                uint64_t{rl->pages} * (*rec)->page_tokens * ra.row_bytes + ra.tail_bytes;
-            named = r.chunk < ChunkCount(stream, (*rec)->chunk_bytes);
-          }
-          if (!named) strays.push_back(walk->key().ToString());
-        }
-        AUXSTORE_RETURN_IF_ERROR(FromRocks(walk->status(), "scan the records of a put"));
+        AUXSTORE_RETURN_IF_ERROR(FindStrayRecords(k.ns, k.put, **rec, &strays));
       } else if (rec.ok()) {
         orphans.emplace_back(k.ns, k.put);
       }  // a damaged run record: its users are corrupt (verify --repair), not orphans
@@ -89,7 +105,8 @@ Status DbStore::RemoveOrphans(CompactReport* report) {
     std::string v;
     rocksdb::Status intent = db_->Get(rocksdb::ReadOptions(), cf_[kMeta], kIntentPrefix + pkey, &v);
     if (!intent.IsNotFound()) continue;
-    if (!db_->Get(rocksdb::ReadOptions(), cf_[kRuns], pkey, &v).IsNotFound()) continue;
+    auto has_run = ledger_.HasRun(ns, put);
+    if (!has_run.ok() || *has_run) continue;
     AUXSTORE_RETURN_IF_ERROR(DeleteRecordsOfPut(ns, put));
     ++report->orphan_puts_removed;
   }
@@ -98,76 +115,27 @@ Status DbStore::RemoveOrphans(CompactReport* report) {
         Guard(db_->Delete(rocksdb::WriteOptions(), cf_[kRecords], key), "delete a stray record"));
     ++report->orphan_records_removed;
   }
+  return Status::Ok();
+}
 
-  // 2. Refs of snapshots that are gone (a damaged manifest removed as it
-  //    was), then every run record nobody refs any more.
-  std::set<std::pair<NamespaceId, PutId>> unreferenced;
-  {
-    std::vector<std::string> stale;
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(HotReadOptions(), cf_[kRefs]));
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      NamespaceId ns = 0, sns = 0;
-      PutId owner = 0, referrer = 0;
-      Prefix prefix;
-      if (!ParseRefKey(it->key().ToStringView(), &ns, &owner, &referrer) ||
-          !ParseSnapshotKey(it->value().ToStringView(), &sns, &prefix)) {
-        stale.push_back(it->key().ToString());
-        continue;
-      }
-      auto m = LoadManifest(sns, prefix);
-      if (m.ok() && m->put_id == referrer) continue;
-      if (!m.ok() && !m.error().IsNotFound() && !m.error().IsCorruption()) return m.error();
-      stale.push_back(it->key().ToString());
-      unreferenced.emplace(ns, owner);
+// The records in put `put`'s range that its run record does not name.
+Status DbStore::FindStrayRecords(NamespaceId ns, PutId put, const RunRecord& rec,
+                                 std::vector<std::string>* strays) {
+  std::unique_ptr<rocksdb::Iterator> walk(db_->NewIterator(HotReadOptions(), cf_[kRecords]));
+  const std::string end = PutRangeEnd(ns, put);
+  for (walk->Seek(PutKey(ns, put)); walk->Valid() && walk->key().compare(end) < 0; walk->Next()) {
+    ParsedRecordKey r;
+    ParseRecordKey(walk->key().ToStringView(), &r);
+    const RunLayer* rl = rec.FindLayer(r.layer);
+    bool named = rl != nullptr && r.array < rl->arrays.size();
+    if (named) {
+      const RunArray& ra = rl->arrays[r.array];
+      const uint64_t stream = uint64_t{rl->pages} * rec.page_tokens * ra.row_bytes + ra.tail_bytes;
+      named = r.chunk < ChunkCount(stream, rec.chunk_bytes);
     }
-    AUXSTORE_RETURN_IF_ERROR(FromRocks(it->status(), "scan refs"));
-    std::lock_guard lock(pages_mu_);
-    for (const std::string& key : stale) {
-      AUXSTORE_RETURN_IF_ERROR(
-          Guard(db_->Delete(rocksdb::WriteOptions(), cf_[kRefs], key), "delete a stale ref"));
-      ++report->stale_entries_removed;
-    }
+    if (!named) strays->push_back(walk->key().ToString());
   }
-  {
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(HotReadOptions(), cf_[kRuns]));
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      NamespaceId ns = 0;
-      PutId put = 0;
-      if (ParsePutKey(it->key().ToStringView(), &ns, &put)) unreferenced.emplace(ns, put);
-    }
-    AUXSTORE_RETURN_IF_ERROR(FromRocks(it->status(), "scan run records"));
-  }
-  for (const auto& [ns, put] : unreferenced) {
-    AUXSTORE_ASSIGN_OR_RETURN(bool reclaimed, ReclaimIfUnused(ns, put));
-    if (reclaimed) ++report->orphan_puts_removed;
-  }
-
-  // 3. Page entries of puts that are gone: lookups would miss a share.
-  {
-    std::vector<std::string> stale;
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(HotReadOptions(), cf_[kPages]));
-    std::lock_guard lock(pages_mu_);
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      const std::string key = it->key().ToString();
-      PutId owner = 0;
-      uint32_t page = 0;
-      std::string run;
-      if (key.size() == kPageKeyBytes && DecodePageRef(key, Bytes(it->value()), &owner, &page)) {
-        const NamespaceId ns = internal::GetBE64(reinterpret_cast<const uint8_t*>(key.data()));
-        if (!db_->Get(rocksdb::ReadOptions(), cf_[kRuns], PutKey(ns, owner), &run).IsNotFound()) {
-          continue;
-        }
-      }
-      stale.push_back(key);
-    }
-    AUXSTORE_RETURN_IF_ERROR(FromRocks(it->status(), "scan the page index"));
-    for (const std::string& key : stale) {
-      AUXSTORE_RETURN_IF_ERROR(Guard(db_->Delete(rocksdb::WriteOptions(), cf_[kPages], key),
-                                     "delete a stale page entry"));
-      ++report->stale_entries_removed;
-    }
-  }
-  return SweepIntents();
+  return FromRocks(walk->status(), "scan the records of a put");
 }
 
 Result<CompactReport> DbStore::Compact(const CompactOptions& o) {

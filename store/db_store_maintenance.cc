@@ -44,14 +44,11 @@ void DbStore::MaintenanceLoop() {
 // recency. Runs off the opening thread.
 void DbStore::LoadIndex() {
   std::unordered_map<std::string, uint64_t> stored;  // PutKey -> bytes
-  {
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf_[kRuns]));
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      const std::string key = it->key().ToString();
-      auto r = DecodeRunRecordValue(key, Bytes(it->value()));
-      if (r.ok()) stored[key] = r->stored_bytes();  // a damaged one: verify finds it
-    }
-  }
+  (void)ledger_.ForEachRun([&](const RunEntry& e) {
+    // A damaged one (or a scan stopped by damage): verify finds it.
+    if (!e.malformed && e.run.ok()) stored[PutKey(e.ns, e.put)] = e.run->stored_bytes();
+    return true;
+  });
   std::unordered_map<std::string, IndexEntry> loaded;
   {
     std::unique_ptr<rocksdb::Iterator> it(
@@ -152,10 +149,9 @@ Status DbStore::SweepIntents() {
         db_->Get(rocksdb::ReadOptions(), cf_[kMeta], kIntentPrefix + put_key, &intent);
     if (i.IsNotFound()) continue;  // committed, or another sweep got here first
     if (!i.ok()) return FromRocks(i, "sweep orphans");
-    std::string run;
-    rocksdb::Status g = db_->Get(rocksdb::ReadOptions(), cf_[kRuns], put_key, &run);
-    if (!g.ok() && !g.IsNotFound()) return FromRocks(g, "sweep orphans");
-    if (g.IsNotFound()) {
+    auto has_run = ledger_.HasRun(ns, put);
+    if (!has_run.ok()) return has_run.error().WithContext("sweep orphans");
+    if (!*has_run) {
       ++orphans_seen_;
       AUXSTORE_RETURN_IF_ERROR(DeleteRecordsOfPut(ns, put));
       ++orphans_removed_;

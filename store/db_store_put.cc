@@ -4,16 +4,15 @@
 //  1. Validate every layer (nothing written on failure).
 //  2. Plan: each QSA/DSA layer's full pages (rows [p*P, (p+1)*P) of every
 //     array, p < F, F bounded by the rows and the chain) and their XXH3s.
-//  3. Resolve, under pages_mu_: one MultiGet of the page index at the
-//     chain's page ends; a page is shared when the put that stored it holds
-//     that page of this layer with the same hashes. Sharing stops at the
-//     first page that is not (the rest of the chain cannot be stored either,
-//     but for a divergent page). The owners found are pinned: nothing
-//     reclaims them before the commit.
+//  3. Resolve (the page ledger, PageLedger::ShareChain): a page is shared
+//     when the put that stored it holds that page of this layer with the
+//     same hashes. Sharing stops at the first page that is not (the rest of
+//     the chain cannot be stored either, but for a divergent page). The
+//     owners used are pinned: nothing reclaims them before the commit.
 //  4. Write this put's own stream per (layer, array): its pages from the
 //     first unshared one, then the tail rows; opaque layers whole. Big ones
 //     as an SST ingested under a write intent, small ones in the commit batch.
-//  5. Commit, under pages_mu_: the manifest (runs pin every page by hash), the
+//  5. Commit, under the page ledger's lock: the manifest (runs pin every page by hash), the
 //     put's run record, page index entries for its new pages, a ref from the
 //     put to every owner it uses, the commit sequence. A manifest is visible
 //     only with every page it names durable: an owner's pages were committed
@@ -43,60 +42,50 @@
 #include "store/meta_keys.h"
 
 namespace auxstore::store_internal {
-namespace {
 
-struct LayerPlan {
-  const LayerBlob* blob = nullptr;
-  LayerShape shape;
-  uint32_t full_pages = 0;                       // F
-  std::vector<std::vector<uint64_t>> page_xxh3;  // [array][page], pages [0, F)
-  std::vector<PageRun> runs;                     // shared ones; the own one is added last
-  uint32_t own_first = 0;
-};
+// One layer of a put: its shape, its full pages and their XXH3s, and the
+// pages it shares.
+struct DbStore::PutPlan {
+  struct Layer {
+    const LayerBlob* blob = nullptr;
+    LayerShape shape;
+    uint32_t full_pages = 0;                       // F
+    std::vector<std::vector<uint64_t>> page_xxh3;  // [array][page], pages [0, F)
+    std::vector<PageRun> runs;                     // shared ones; the own one is added last
+    uint32_t own_first = 0;
 
-ByteSpan ArraySlice(const LayerPlan& p, size_t a, uint64_t first_row) {
-  const uint64_t rb = p.shape.row_bytes[a];
-  const uint64_t begin = ArrayOffset(p.shape, a) + first_row * rb;
-  return p.blob->bytes.subspan(begin, (p.shape.rows - first_row) * rb);
-}
+    // Array `a`'s rows from `first_row` on.
+    ByteSpan Slice(size_t a, uint64_t first_row) const {
+      const uint64_t rb = shape.row_bytes[a];
+      const uint64_t begin = ArrayOffset(shape, a) + first_row * rb;
+      return blob->bytes.subspan(begin, (shape.rows - first_row) * rb);
+    }
+  };
+  NamespaceId ns = 0;
+  Prefix prefix;
+  const PutOptions* options = nullptr;
+  bool chained = false;
+  uint32_t page_tokens = 0;
+  std::vector<LayerBlob> sorted;  // the layers by number; `layers` point into it
+  std::vector<Layer> layers;
+  SharedChain shared;  // the owners read, pinned until the put ends
+  // What the put writes.
+  PutId put_id = 0;
+  Manifest manifest;
+  RunRecord run;
+  std::vector<OwnStream> streams;
+  uint64_t own_bytes = 0;
 
-}  // namespace
-
-std::string EncodePageRef(NamespaceId ns, uint32_t page_tokens, const Prefix& chain_hash,
-                          PutId owner, uint32_t page) {
-  std::string payload;
-  internal::AppendLE64(&payload, owner);
-  internal::AppendLE32(&payload, page);
-  const std::string key = PageKey(ns, page_tokens, chain_hash);
-  return EncodeEnvelope(Bytes(key), RecordKind::kPageRef, Bytes(payload));
-}
-
-bool DecodePageRef(const std::string& key, ByteSpan value, PutId* owner, uint32_t* page) {
-  auto env = DecodeEnvelope(Bytes(key), value);
-  if (!env.ok() || env->kind != RecordKind::kPageRef || env->payload.size() != 12) return false;
-  *owner = internal::GetLE64(env->payload.data());
-  *page = internal::GetLE32(env->payload.data() + 8);
-  return true;
-}
-
-Result<RunRecord> DecodeRunRecordValue(const std::string& key, ByteSpan value) {
-  AUXSTORE_ASSIGN_OR_RETURN(EnvelopeView env, DecodeEnvelope(Bytes(key), value));
-  if (env.kind != RecordKind::kRun) {
-    return Status::Corruption("run record holds a record of kind " +
-                              std::to_string(static_cast<unsigned>(env.kind)));
+  // The chained hash at the end of `page`.
+  const Prefix& ChainAt(uint32_t page) const {
+    return options->block_chain[(uint64_t{page} + 1) * page_tokens / options->block_size - 1];
   }
-  return DecodeRunRecord(env.payload);
-}
-
-Result<std::optional<RunRecord>> DbStore::LoadRunRecord(NamespaceId ns, PutId put) {
-  const std::string key = PutKey(ns, put);
-  std::string value;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), cf_[kRuns], key, &value);
-  if (s.IsNotFound()) return std::optional<RunRecord>();
-  if (!s.ok()) return FromRocks(s, "read a run record");
-  AUXSTORE_ASSIGN_OR_RETURN(RunRecord r, DecodeRunRecordValue(key, Bytes(value)));
-  return std::optional<RunRecord>(std::move(r));
-}
+  uint32_t MaxPages() const {
+    uint32_t n = 0;
+    for (const Layer& p : layers) n = std::max(n, p.full_pages);
+    return n;
+  }
+};
 
 PutId DbStore::NewPutId() {
   // Random: unique across crashes without any counter to persist (2^-64
@@ -119,46 +108,11 @@ Status DbStore::PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t token
   AUXSTORE_RETURN_IF_ERROR(CheckWritable());
   auto spec = NamespaceSpecFor(ns);
   if (!spec.ok()) return spec.error();
-  if (layers.empty()) return Status::InvalidArgument("a snapshot needs at least one layer");
-
-  // ---- 1. validate everything before writing anything
-  const bool chained = !put.block_chain.empty();
-  uint32_t page_tokens = 0;
-  AUXSTORE_RETURN_IF_ERROR(CheckBlockChain(put.block_chain.size(), put.block_size, token_count));
-  if (chained) {
-    page_tokens = spec->page_tokens ? spec->page_tokens : put.block_size;
-    if (page_tokens % put.block_size != 0) {
-      return Status::InvalidArgument("the namespace's page of " + std::to_string(page_tokens) +
-                                     " tokens is not a whole number of " +
-                                     std::to_string(put.block_size) + "-token blocks");
-    }
-  }
-  std::vector<LayerBlob> sorted(layers.begin(), layers.end());
-  std::sort(sorted.begin(), sorted.end(),
-            [](const LayerBlob& a, const LayerBlob& b) { return a.layer < b.layer; });
-  std::vector<LayerPlan> plans(sorted.size());
-  for (size_t i = 0; i < sorted.size(); ++i) {
-    const LayerBlob& l = sorted[i];
-    if (i > 0 && l.layer == sorted[i - 1].layer) {
-      return Status::InvalidArgument("layer " + std::to_string(l.layer) +
-                                     " appears twice in one snapshot");
-    }
-    if (!IsKnownKind(static_cast<uint8_t>(l.kind))) {
-      return Status::InvalidArgument("layer " + std::to_string(l.layer) + " has unknown kind " +
-                                     std::to_string(static_cast<unsigned>(l.kind)));
-    }
-    const ByteSpan head = l.bytes.first(std::min(l.bytes.size(), BlobHeadBytes(l.kind)));
-    Status s = CheckLayerBlob(l.layer, l.kind, head, l.bytes.size(), *spec);
-    if (!s.ok()) return s.WithContext("layer " + std::to_string(l.layer));
-    LayerPlan& p = plans[i];
-    p.blob = &l;
-    AUXSTORE_ASSIGN_OR_RETURN(p.shape, ShapeOf(l.kind, l.bytes, *spec));
-    for (size_t a = 0; a < p.shape.row_bytes.size(); ++a) {
-      if (ChunkCount(p.shape.rows * p.shape.row_bytes[a], options_.chunk_bytes) == UINT32_MAX) {
-        return Status::InvalidArgument("layer " + std::to_string(l.layer) + " is too large");
-      }
-    }
-  }
+  PutPlan plan;
+  plan.ns = ns;
+  plan.prefix = prefix;
+  plan.options = &put;
+  AUXSTORE_RETURN_IF_ERROR(PlanLayers(*spec, token_count, layers, &plan));
 
   const std::string skey = SnapshotKey(ns, prefix);
   KeyLock key_lock(this, skey);
@@ -171,125 +125,144 @@ Status DbStore::PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t token
     }
     if (!g.IsNotFound()) return FromRocks(g, "look up prefix " + prefix.ToHex());
   }
+  HashPages(&plan);
+  AUXSTORE_RETURN_IF_ERROR(SharePages(&plan));
+  AUXSTORE_RETURN_IF_ERROR(AssemblePut(token_count, &plan));
+  AUXSTORE_RETURN_IF_ERROR(StorePut(skey, &plan));
+  ++puts_;
+  bytes_written_ += plan.own_bytes;
+  std::vector<std::pair<std::string, uint64_t>> used;
+  for (const auto& [o, bytes] : plan.shared.owners) used.emplace_back(PutKey(ns, o), bytes);
+  if (!plan.streams.empty()) used.emplace_back(PutKey(ns, plan.put_id), plan.run.stored_bytes());
+  const int64_t now = NowUnixMs();
+  index_.Added(
+      skey, {plan.manifest.payload_bytes(), plan.manifest.created_unix_ms, now, std::move(used)});
+  if (options_.capacity_bytes && index_.bytes() > options_.capacity_bytes) {
+    {
+      std::lock_guard lock(maint_mu_);
+      poke_ = true;
+    }
+    maint_cv_.notify_all();
+  }
+  return Status::Ok();
+}
 
-  // ---- 2. plan the pages
-  const uint64_t chain_tokens = uint64_t{put.block_chain.size()} * put.block_size;
-  for (LayerPlan& p : plans) {
-    if (!chained || p.blob->kind == Kind::kOpaque) continue;
+// 1. Every layer validated before anything is written.
+Status DbStore::PlanLayers(const NamespaceSpec& spec, uint64_t token_count,
+                           std::span<const LayerBlob> layers, PutPlan* plan) {
+  const PutOptions& put = *plan->options;
+  if (layers.empty()) return Status::InvalidArgument("a snapshot needs at least one layer");
+  plan->chained = !put.block_chain.empty();
+  AUXSTORE_RETURN_IF_ERROR(CheckBlockChain(put.block_chain.size(), put.block_size, token_count));
+  if (plan->chained) {
+    plan->page_tokens = spec.page_tokens ? spec.page_tokens : put.block_size;
+    if (plan->page_tokens % put.block_size != 0) {
+      return Status::InvalidArgument(
+          "the namespace's page of " + std::to_string(plan->page_tokens) +
+          " tokens is not a whole number of " + std::to_string(put.block_size) + "-token blocks");
+    }
+  }
+  plan->sorted.assign(layers.begin(), layers.end());
+  std::vector<LayerBlob>& sorted = plan->sorted;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const LayerBlob& a, const LayerBlob& b) { return a.layer < b.layer; });
+  plan->layers.resize(sorted.size());
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    const LayerBlob& l = sorted[i];
+    if (i > 0 && l.layer == sorted[i - 1].layer) {
+      return Status::InvalidArgument("layer " + std::to_string(l.layer) +
+                                     " appears twice in one snapshot");
+    }
+    if (!IsKnownKind(static_cast<uint8_t>(l.kind))) {
+      return Status::InvalidArgument("layer " + std::to_string(l.layer) + " has unknown kind " +
+                                     std::to_string(static_cast<unsigned>(l.kind)));
+    }
+    const ByteSpan head = l.bytes.first(std::min(l.bytes.size(), BlobHeadBytes(l.kind)));
+    Status s = CheckLayerBlob(l.layer, l.kind, head, l.bytes.size(), spec);
+    if (!s.ok()) return s.WithContext("layer " + std::to_string(l.layer));
+    PutPlan::Layer& p = plan->layers[i];
+    p.blob = &l;
+    AUXSTORE_ASSIGN_OR_RETURN(p.shape, ShapeOf(l.kind, l.bytes, spec));
+    for (size_t a = 0; a < p.shape.row_bytes.size(); ++a) {
+      if (ChunkCount(p.shape.rows * p.shape.row_bytes[a], options_.chunk_bytes) == UINT32_MAX) {
+        return Status::InvalidArgument("layer " + std::to_string(l.layer) + " is too large");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// 2. Each QSA/DSA layer's full pages (rows [p*P, (p+1)*P) of every array,
+// p < F, F bounded by the rows and the chain) and their XXH3s.
+void DbStore::HashPages(PutPlan* plan) {
+  if (!plan->chained) return;
+  const uint32_t page_tokens = plan->page_tokens;
+  const uint64_t chain_tokens =
+      uint64_t{plan->options->block_chain.size()} * plan->options->block_size;
+  for (PutPlan::Layer& p : plan->layers) {
+    if (p.blob->kind == Kind::kOpaque) continue;
     p.full_pages = static_cast<uint32_t>(
         std::min<uint64_t>(std::min(p.shape.rows, chain_tokens) / page_tokens, UINT32_MAX));
     p.page_xxh3.resize(p.shape.row_bytes.size());
     for (size_t a = 0; a < p.shape.row_bytes.size(); ++a) {
       const uint64_t page_bytes = uint64_t{page_tokens} * p.shape.row_bytes[a];
-      const ByteSpan array = ArraySlice(p, a, 0);
+      const ByteSpan array = p.Slice(a, 0);
       p.page_xxh3[a].reserve(p.full_pages);
       for (uint32_t pg = 0; pg < p.full_pages; ++pg) {
         p.page_xxh3[a].push_back(XXH3_64bits(array.data() + pg * page_bytes, page_bytes));
       }
     }
   }
-  auto chain_at = [&](uint32_t page) {  // the chained hash at the end of `page`
-    return put.block_chain[(uint64_t{page} + 1) * page_tokens / put.block_size - 1];
-  };
+}
 
-  // ---- 3. resolve which pages are already stored; pin their owners
-  uint32_t max_pages = 0;
-  for (const LayerPlan& p : plans) max_pages = std::max(max_pages, p.full_pages);
-  std::map<PutId, RunRecord> owners;  // the owners used, pinned until the commit
-  struct Unpin {
-    DbStore* s;
-    NamespaceId ns;
-    std::map<PutId, RunRecord>* owners;
-    ~Unpin() {
-      for (const auto& [o, rec] : *owners) s->UnpinOwner(ns, o);
-    }
-  } unpin{this, ns, &owners};
-  if (max_pages > 0) {
-    std::vector<std::string> keys;
-    keys.reserve(max_pages);
-    for (uint32_t pg = 0; pg < max_pages; ++pg)
-      keys.push_back(PageKey(ns, page_tokens, chain_at(pg)));
-    std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
-    std::vector<rocksdb::PinnableSlice> values(keys.size());
-    std::vector<rocksdb::Status> statuses(keys.size());
-    std::lock_guard lock(pages_mu_);
-    db_->MultiGet(rocksdb::ReadOptions(), cf_[kPages], keys.size(), slices.data(), values.data(),
-                  statuses.data());
-    std::vector<PutId> owner_at(max_pages, 0);
-    std::map<PutId, std::optional<RunRecord>> cache;
-    for (uint32_t pg = 0; pg < max_pages; ++pg) {
-      if (statuses[pg].IsNotFound()) continue;
-      if (!statuses[pg].ok()) return FromRocks(statuses[pg], "look up pages");
-      PutId o = 0;
-      uint32_t at = 0;
-      if (!DecodePageRef(keys[pg], Bytes(values[pg]), &o, &at) || at != pg) continue;
-      owner_at[pg] = o;
-      if (!cache.count(o)) {
-        auto rec = LoadRunRecord(ns, o);
-        cache[o] = rec.ok() ? std::move(*rec) : std::nullopt;
-      }
-    }
-    for (LayerPlan& p : plans) {
-      uint32_t pg = 0;
-      for (; pg < p.full_pages; ++pg) {
-        const PutId o = owner_at[pg];
-        const auto c = cache.find(o);
-        if (o == 0 || c == cache.end() || !c->second || c->second->page_tokens != page_tokens) {
-          break;
-        }
-        const RunLayer* rl = c->second->FindLayer(p.blob->layer);
-        if (rl == nullptr || rl->kind != p.blob->kind || pg < rl->first_page ||
-            pg >= rl->first_page + rl->pages || rl->arrays.size() != p.shape.row_bytes.size()) {
-          break;
-        }
-        bool same = true;
-        for (size_t a = 0; a < rl->arrays.size() && same; ++a) {
-          same = rl->arrays[a].row_bytes == p.shape.row_bytes[a] &&
-                 rl->arrays[a].page_xxh3[pg - rl->first_page] == p.page_xxh3[a][pg];
-        }
-        if (!same) break;
-        if (!p.runs.empty() && p.runs.back().owner == o) {
-          ++p.runs.back().pages;
-        } else {
-          p.runs.push_back({o, rl->first_page, c->second->chunk_bytes, pg, 1});
-        }
-        if (!owners.count(o)) {
-          owners.emplace(o, *c->second);
-          pins_[PutKey(ns, o)]++;
-        }
-      }
-      p.own_first = pg;
-    }
+// 3. The pages already stored, their owners pinned (the page ledger).
+Status DbStore::SharePages(PutPlan* plan) {
+  const uint32_t max_pages = plan->MaxPages();
+  std::vector<Prefix> page_ends;
+  page_ends.reserve(max_pages);
+  for (uint32_t pg = 0; pg < max_pages; ++pg) page_ends.push_back(plan->ChainAt(pg));
+  std::vector<LayerPages> wanted;
+  wanted.reserve(plan->layers.size());
+  for (const PutPlan::Layer& p : plan->layers) {
+    wanted.push_back({p.blob->layer, p.blob->kind, p.full_pages, p.shape.row_bytes, &p.page_xxh3});
   }
+  AUXSTORE_ASSIGN_OR_RETURN(plan->shared,
+                            ledger_.ShareChain(plan->ns, plan->page_tokens, page_ends, wanted));
+  for (size_t i = 0; i < plan->layers.size(); ++i) {
+    plan->layers[i].runs = std::move(plan->shared.layers[i].runs);
+    plan->layers[i].own_first = plan->shared.layers[i].own_first;
+  }
+  return Status::Ok();
+}
 
-  // ---- 4. this put's own streams and run record
-  PutId put_id = NewPutId();
-  for (;;) {
-    std::string taken;
-    rocksdb::Status g = db_->Get(rocksdb::ReadOptions(), cf_[kRuns], PutKey(ns, put_id), &taken);
-    if (g.IsNotFound()) break;
-    if (!g.ok()) return FromRocks(g, "look up a put id");
-    put_id = NewPutId();
+// 4. The put's id, manifest, run record and own streams (per (layer,
+// array): its pages from the first unshared one, then the tail rows;
+// opaque layers whole).
+Status DbStore::AssemblePut(uint64_t token_count, PutPlan* plan) {
+  const PutOptions& put = *plan->options;
+  for (plan->put_id = NewPutId();; plan->put_id = NewPutId()) {
+    AUXSTORE_ASSIGN_OR_RETURN(bool taken, ledger_.HasRun(plan->ns, plan->put_id));
+    if (!taken) break;
   }
-  Manifest m;
+  const uint32_t page_tokens = plan->page_tokens;
+  Manifest& m = plan->manifest;
   m.token_count = token_count;
   m.created_unix_ms = put.created_unix_ms.value_or(NowUnixMs());
   m.chunk_bytes = options_.chunk_bytes;
   m.token_digest = put.token_digest;
-  m.put_id = put_id;
-  m.page_tokens = max_pages > 0 || chained ? page_tokens : 0;
-  RunRecord run;
-  run.prefix = prefix;
+  m.put_id = plan->put_id;
+  m.page_tokens = plan->MaxPages() > 0 || plan->chained ? page_tokens : 0;
+  RunRecord& run = plan->run;
+  run.prefix = plan->prefix;
   run.page_tokens = page_tokens;
   run.chunk_bytes = options_.chunk_bytes;
-  std::vector<OwnStream> streams;
   uint32_t chain_lo = UINT32_MAX, chain_hi = 0;
-  for (LayerPlan& p : plans) {
+  for (PutPlan::Layer& p : plan->layers) {
     const LayerBlob& l = *p.blob;
     RunLayer rl{l.layer, l.kind, p.own_first, p.full_pages - p.own_first, {}};
     bool stores = false;
     for (size_t a = 0; a < p.shape.row_bytes.size(); ++a) {
-      const ByteSpan own = ArraySlice(p, a, uint64_t{p.own_first} * page_tokens);
+      const ByteSpan own = p.Slice(a, uint64_t{p.own_first} * page_tokens);
       const uint64_t pages_bytes = uint64_t{rl.pages} * page_tokens * p.shape.row_bytes[a];
       RunArray ra;
       ra.row_bytes = p.shape.row_bytes[a];
@@ -300,14 +273,15 @@ Status DbStore::PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t token
       }
       rl.arrays.push_back(std::move(ra));
       if (!own.empty()) {
-        streams.push_back({l.layer, static_cast<uint8_t>(a), l.kind, own});
+        plan->streams.push_back({l.layer, static_cast<uint8_t>(a), l.kind, own});
+        plan->own_bytes += own.size();
         stores = true;
       }
     }
     if (rl.pages > 0) {
       chain_lo = std::min(chain_lo, rl.first_page);
       chain_hi = std::max(chain_hi, rl.first_page + rl.pages);
-      p.runs.push_back({put_id, p.own_first, options_.chunk_bytes, p.own_first, rl.pages});
+      p.runs.push_back({plan->put_id, p.own_first, options_.chunk_bytes, p.own_first, rl.pages});
     }
     // The layer digest from the hashes just taken: every byte hashed once.
     std::vector<uint64_t> tails;
@@ -319,59 +293,41 @@ Status DbStore::PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t token
   }
   if (chain_lo < chain_hi) {
     run.chain_first_page = chain_lo;
-    for (uint32_t pg = chain_lo; pg < chain_hi; ++pg) run.chain.push_back(chain_at(pg));
-  }
-  const bool stores_records = !streams.empty();
-  uint64_t own_bytes = 0;
-  for (const OwnStream& s : streams) own_bytes += s.bytes.size();
-
-  // ---- 5. write the streams, then commit
-  rocksdb::WriteBatch batch;
-  if (own_bytes >= options_.ingest_threshold_bytes) {
-    AUXSTORE_RETURN_IF_ERROR(WriteIngested(ns, put_id, skey, streams));
-    AUXSTORE_RETURN_IF_ERROR(
-        FromRocks(batch.Delete(cf_[kMeta], kIntentPrefix + PutKey(ns, put_id)), "batch"));
-  } else {
-    // Records and manifest in one WriteBatch: atomic, never orphaned.
-    AUXSTORE_RETURN_IF_ERROR(
-        ForEachRecord(ns, put_id, streams, [&](const std::string& k, const std::string& v) {
-          return FromRocks(batch.Put(cf_[kRecords], k, v), "batch a record");
-        }));
-  }
-  {
-    std::lock_guard lock(pages_mu_);
-    if (stores_records) {
-      const std::string rkey = PutKey(ns, put_id);
-      (void)batch.Put(cf_[kRuns], rkey,
-                      EncodeEnvelope(Bytes(rkey), RecordKind::kRun, Bytes(EncodeRunRecord(run))));
-      (void)batch.Put(cf_[kRefs], RefKey(ns, put_id, put_id), skey);
-      for (uint32_t pg = chain_lo; pg < chain_hi; ++pg) {
-        const std::string pkey = PageKey(ns, page_tokens, chain_at(pg));
-        std::string present;
-        rocksdb::Status g = db_->Get(rocksdb::ReadOptions(), cf_[kPages], pkey, &present);
-        if (!g.IsNotFound()) continue;  // the first writer's stays
-        (void)batch.Put(cf_[kPages], pkey,
-                        EncodePageRef(ns, page_tokens, chain_at(pg), put_id, pg));
-      }
-    }
-    for (const auto& [o, rec] : owners) (void)batch.Put(cf_[kRefs], RefKey(ns, o, put_id), skey);
-    AUXSTORE_RETURN_IF_ERROR(CommitManifest(&batch, ns, prefix, m, !owners.empty()));
-  }
-  ++puts_;
-  bytes_written_ += own_bytes;
-  std::vector<std::pair<std::string, uint64_t>> used;
-  for (const auto& [o, rec] : owners) used.emplace_back(PutKey(ns, o), rec.stored_bytes());
-  if (stores_records) used.emplace_back(PutKey(ns, put_id), run.stored_bytes());
-  const int64_t now = NowUnixMs();
-  index_.Added(skey, {m.payload_bytes(), m.created_unix_ms, now, std::move(used)});
-  if (options_.capacity_bytes && index_.bytes() > options_.capacity_bytes) {
-    {
-      std::lock_guard lock(maint_mu_);
-      poke_ = true;
-    }
-    maint_cv_.notify_all();
+    for (uint32_t pg = chain_lo; pg < chain_hi; ++pg) run.chain.push_back(plan->ChainAt(pg));
   }
   return Status::Ok();
+}
+
+// 5. The streams written (big ones as an SST ingested under a write intent,
+// small ones in the commit batch), then one commit: the manifest (runs pin
+// every page by hash) with the ledger's entries (run record, page entries of
+// its new pages, a ref to every owner it reads) and the commit sequence. A
+// manifest is visible only with every page it names durable: an owner's
+// pages were committed with its own manifest, and it stays while a ref to it
+// exists.
+Status DbStore::StorePut(const std::string& skey, PutPlan* plan) {
+  const NamespaceId ns = plan->ns;
+  CommitBatch batch;
+  if (plan->own_bytes >= options_.ingest_threshold_bytes) {
+    AUXSTORE_RETURN_IF_ERROR(WriteIngested(ns, plan->put_id, skey, plan->streams));
+    AUXSTORE_RETURN_IF_ERROR(FromRocks(
+        batch.rocks.Delete(cf_[kMeta], kIntentPrefix + PutKey(ns, plan->put_id)), "batch"));
+  } else {
+    // Records and manifest in one WriteBatch: atomic, never orphaned.
+    AUXSTORE_RETURN_IF_ERROR(ForEachRecord(
+        ns, plan->put_id, plan->streams, [&](const std::string& k, const std::string& v) {
+          return FromRocks(batch.rocks.Put(cf_[kRecords], k, v), "batch a record");
+        }));
+  }
+  PutEntries entries;
+  entries.snapshot = {ns, plan->prefix};
+  entries.put = plan->put_id;
+  entries.run = plan->streams.empty() ? nullptr : &plan->run;
+  for (const auto& [o, bytes] : plan->shared.owners) entries.owners.push_back(o);
+  const bool shares = !entries.owners.empty();
+  return ledger_.CommitPut(entries, &batch, [&](CommitBatch* b) {
+    return CommitManifest(&b->rocks, ns, plan->prefix, plan->manifest, shares);
+  });
 }
 
 Status DbStore::ForEachRecord(NamespaceId ns, PutId put, std::span<const OwnStream> streams,

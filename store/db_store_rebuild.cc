@@ -31,6 +31,7 @@
 #include "store/bytes.h"
 #include "store/db_store.h"
 #include "store/keys.h"
+#include "store/page_ledger_rocks.h"
 #include "store/sst_block_salvage.h"
 
 namespace auxstore::store_internal {
@@ -38,20 +39,13 @@ namespace {
 
 constexpr size_t kRewriteBatchBytes = 8u << 20;
 
-// An entry of column family `cf` that is what its writer wrote: checked by
-// its envelope (seeded by its key), or for the two families without one,
-// by the shape of key and value.
+// An entry of column family `cf` (not the ledger's) that is what its writer
+// wrote: checked by its envelope (seeded by its key), or for recency, which
+// has none, by the shape of key and value.
 bool EntryIntact(int cf, const rocksdb::Slice& key, const rocksdb::Slice& value) {
   switch (cf) {
     case kDefault:
       return true;
-    case kRefs: {
-      NamespaceId ns = 0, sns = 0;
-      PutId owner = 0, referrer = 0;
-      Prefix prefix;
-      return ParseRefKey(key.ToStringView(), &ns, &owner, &referrer) &&
-             ParseSnapshotKey(value.ToStringView(), &sns, &prefix);
-    }
     case kRecency: {
       NamespaceId ns = 0;
       Prefix prefix;
@@ -60,17 +54,6 @@ bool EntryIntact(int cf, const rocksdb::Slice& key, const rocksdb::Slice& value)
     default:
       return DecodeEnvelope(Bytes(key), Bytes(value)).ok();
   }
-}
-
-// A snapshot stored records of its own (then it has a run record and a ref
-// to its own put).
-bool StoresRecords(const Manifest& m) {
-  for (const LayerEntry& l : m.layers) {
-    for (size_t a = 0; a < l.row_bytes.size(); ++a) {
-      if (OwnStreamBytes(m, l, a) > 0) return true;
-    }
-  }
-  return false;
 }
 
 struct Xxh3Free {
@@ -100,23 +83,24 @@ Result<std::map<int, std::set<std::string>>> DbStore::DamagedFiles() {
   return out;
 }
 
-// A ref has no envelope: it is kept only when the snapshot it names still
-// has the referrer's put and reads the owner's records (the rest are stale,
-// or damaged; RebuildDerived writes every ref a manifest needs).
-bool DbStore::RefStillTrue(const rocksdb::Slice& key, const rocksdb::Slice& value) {
-  NamespaceId ns = 0, sns = 0;
-  PutId owner = 0, referrer = 0;
-  Prefix prefix;
-  if (!ParseRefKey(key.ToStringView(), &ns, &owner, &referrer) ||
-      !ParseSnapshotKey(value.ToStringView(), &sns, &prefix) || sns != ns) {
-    return false;
-  }
-  std::string v;
-  if (!db_->Get(HotReadOptions(), cf_[kManifests], value, &v).ok()) return false;
-  auto m = DecodeManifestRecord(value.ToString(), Bytes(v));
-  if (!m.ok() || m->put_id != referrer) return false;
-  const auto used = UsedPuts(*m);
-  return std::find(used.begin(), used.end(), owner) != used.end();
+// An entry read back from column family `cf` that a rewrite keeps: intact,
+// and for the page ledger's families still true (a ref has no envelope: it
+// is kept only when the snapshot it names still has the referrer's put and
+// reads the owner's records; RebuildDerived writes every ref a manifest
+// needs).
+bool DbStore::KeepEntry(int cf, const rocksdb::Slice& key, const rocksdb::Slice& value) {
+  if (!RocksPageLedger::OwnsFamily(cf)) return EntryIntact(cf, key, value);
+  return RocksPageLedger::EntryHolds(
+      cf, key.ToStringView(), value.ToStringView(),
+      [&](const SnapshotId& s, PutId referrer, PutId owner) {
+        const std::string skey = SnapshotKey(s.ns, s.prefix);
+        std::string v;
+        if (!db_->Get(HotReadOptions(), cf_[kManifests], skey, &v).ok()) return false;
+        auto m = DecodeManifestRecord(skey, Bytes(v));
+        if (!m.ok() || m->put_id != referrer) return false;
+        const auto used = UsedPuts(*m);
+        return std::find(used.begin(), used.end(), owner) != used.end();
+      });
 }
 
 // Keys of column family `cf` the other families name, ascending: where a
@@ -124,39 +108,46 @@ bool DbStore::RefStillTrue(const rocksdb::Slice& key, const rocksdb::Slice& valu
 // none (RebuildDerived writes every one the manifests need).
 std::vector<std::string> DbStore::RewriteCandidates(int cf) {
   std::set<std::string> out;
-  auto scan = [&](int from, const std::function<void(rocksdb::Iterator*)>& f) {
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(HotReadOptions(), cf_[from]));
-    for (it->SeekToFirst(); it->Valid(); it->Next()) f(it.get());
-  };
-  if (cf == kRuns) {
-    scan(kManifests, [&](rocksdb::Iterator* it) {
+  auto manifests = [&](const std::function<void(NamespaceId, const Manifest&)>& f) {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(HotReadOptions(), cf_[kManifests]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
       NamespaceId ns = 0;
       Prefix prefix;
-      if (!ParseSnapshotKey(it->key().ToStringView(), &ns, &prefix)) return;
+      if (!ParseSnapshotKey(it->key().ToStringView(), &ns, &prefix)) continue;
       auto m = DecodeManifestRecord(it->key().ToString(), Bytes(it->value()));
-      if (!m.ok()) return;
-      for (PutId put : UsedPuts(*m)) out.insert(PutKey(ns, put));
+      if (m.ok()) f(ns, *m);
+    }
+  };
+  if (RocksPageLedger::OwnsFamily(cf)) {
+    if (cf != kRuns) return {};
+    std::vector<std::pair<NamespaceId, PutId>> puts;
+    manifests([&](NamespaceId ns, const Manifest& m) {
+      for (PutId put : UsedPuts(m)) puts.emplace_back(ns, put);
     });
-  } else if (cf == kManifests) {
-    scan(kRefs, [&](rocksdb::Iterator* it) { out.insert(it->value().ToString()); });
-    scan(kRecency, [&](rocksdb::Iterator* it) { out.insert(it->key().ToString()); });
+    return RocksPageLedger::RunKeys(puts);
+  }
+  if (cf == kManifests) {
+    (void)ledger_.ForEachRef([&](const RefEntry& e) {
+      if (!e.malformed) out.insert(SnapshotKey(e.snapshot.ns, e.snapshot.prefix));
+      return true;
+    });
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(HotReadOptions(), cf_[kRecency]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) out.insert(it->key().ToString());
   } else if (cf == kRecords) {
-    scan(kRuns, [&](rocksdb::Iterator* it) {
-      NamespaceId ns = 0;
-      PutId put = 0;
-      if (!ParsePutKey(it->key().ToStringView(), &ns, &put)) return;
-      auto rec = DecodeRunRecordValue(it->key().ToString(), Bytes(it->value()));
-      if (!rec.ok()) return;
-      for (const RunLayer& rl : rec->layers) {
+    (void)ledger_.ForEachRun([&](const RunEntry& e) {
+      if (e.malformed || !e.run.ok()) return true;
+      const RunRecord& rec = *e.run;
+      for (const RunLayer& rl : rec.layers) {
         for (size_t a = 0; a < rl.arrays.size(); ++a) {
-          const uint64_t stream = uint64_t{rl.pages} * rec->page_tokens * rl.arrays[a].row_bytes +
+          const uint64_t stream = uint64_t{rl.pages} * rec.page_tokens * rl.arrays[a].row_bytes +
                                   rl.arrays[a].tail_bytes;
-          const uint32_t chunks = ChunkCount(stream, rec->chunk_bytes);
+          const uint32_t chunks = ChunkCount(stream, rec.chunk_bytes);
           for (uint32_t c = 0; c < chunks; ++c) {
-            out.insert(RecordKey(ns, put, rl.layer, static_cast<uint8_t>(a), c));
+            out.insert(RecordKey(e.ns, e.put, rl.layer, static_cast<uint8_t>(a), c));
           }
         }
       }
+      return true;
     });
   }
   return {out.begin(), out.end()};
@@ -202,10 +193,7 @@ Status DbStore::RewriteFamily(int cf, const std::set<std::string>& damaged, Repa
       std::set<std::string> decided;  // a block holds a key's newest version first
       for (const SalvagedEntry& e : SalvageDataBlock(*b)) {
         if (!decided.insert(e.user_key).second || !e.is_value) continue;
-        if (!EntryIntact(cf, e.user_key, e.value) ||
-            (cf == kRefs && !RefStillTrue(e.user_key, e.value))) {
-          continue;
-        }
+        if (!KeepEntry(cf, e.user_key, e.value)) continue;
         std::string current;
         if (!db_->Get(HotReadOptions(), h, e.user_key, &current).IsCorruption()) continue;
         (void)batch.Put(h, e.user_key, e.value);
@@ -217,8 +205,7 @@ Status DbStore::RewriteFamily(int cf, const std::set<std::string>& damaged, Repa
     for (it->SeekToFirst();;) {
       for (; it->Valid(); it->Next()) {
         last = it->key().ToString();
-        if (!EntryIntact(cf, it->key(), it->value()) ||
-            (cf == kRefs && !RefStillTrue(it->key(), it->value()))) {
+        if (!KeepEntry(cf, it->key(), it->value())) {
           ++dropped;
           continue;
         }
@@ -260,6 +247,21 @@ Status DbStore::RewriteFamily(int cf, const std::set<std::string>& damaged, Repa
   rocksdb::FlushOptions fo;
   fo.wait = true;
   AUXSTORE_RETURN_IF_ERROR(Guard(db_->Flush(fo, h), "flush the rewrite of " + name));
+  AUXSTORE_RETURN_IF_ERROR(DropFamilyFiles(cf, std::move(before), damaged, auto_off));
+  Log(LogLevel::kWarn,
+      "repair rewrote " + name + " around its damaged files: " + std::to_string(kept) +
+          " entries kept, " + std::to_string(salvaged) + " salvaged from damaged blocks, " +
+          std::to_string(dropped) + " damaged blocks or entries lost");
+  return Status::Ok();
+}
+
+// Drops every file column family `cf` had before its rewrite: bottom level
+// first, level 0 oldest first (nothing older is left for a dropped tombstone
+// to uncover); then its compactions run as before (`auto_off`).
+Status DbStore::DropFamilyFiles(int cf, std::vector<rocksdb::LiveFileMetaData> before,
+                                const std::set<std::string>& damaged, bool auto_off) {
+  rocksdb::ColumnFamilyHandle* h = cf_[cf];
+  const std::string name = setup_.cfs[cf].name;
   // Every file from before goes: bottom level first, level 0 oldest first.
   std::sort(before.begin(), before.end(), [](const auto& a, const auto& b) {
     if (a.level != b.level) return a.level > b.level;
@@ -282,10 +284,6 @@ Status DbStore::RewriteFamily(int cf, const std::set<std::string>& damaged, Repa
                                 " is still live after its column family was rewritten");
     }
   }
-  Log(LogLevel::kWarn,
-      "repair rewrote " + name + " around its damaged files: " + std::to_string(kept) +
-          " entries kept, " + std::to_string(salvaged) + " salvaged from damaged blocks, " +
-          std::to_string(dropped) + " damaged blocks or entries lost");
   return Status::Ok();
 }
 
@@ -363,110 +361,29 @@ Result<RunRecord> DbStore::RebuildRunRecord(NamespaceId ns, const Prefix& prefix
 }
 
 Status DbStore::RebuildDerived(RepairReport* out, bool* changed) {
-  struct Snap {
-    std::string key;
-    NamespaceId ns = 0;
-    Prefix prefix;
-    Manifest m;
-  };
-  std::vector<Snap> snaps;
+  std::vector<Manifest> manifests;
+  std::vector<SnapshotManifest> snaps;
   {
+    std::vector<SnapshotId> ids;
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(HotReadOptions(), cf_[kManifests]));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      Snap s;
-      s.key = it->key().ToString();
-      if (!ParseSnapshotKey(s.key, &s.ns, &s.prefix)) continue;
-      auto m = DecodeManifestRecord(s.key, Bytes(it->value()));
+      SnapshotId id;
+      const std::string key = it->key().ToString();
+      if (!ParseSnapshotKey(key, &id.ns, &id.prefix)) continue;
+      auto m = DecodeManifestRecord(key, Bytes(it->value()));
       if (!m.ok()) continue;
-      s.m = std::move(*m);
-      snaps.push_back(std::move(s));
+      ids.push_back(id);
+      manifests.push_back(std::move(*m));
     }
     AUXSTORE_RETURN_IF_ERROR(FromRocks(it->status(), "scan the manifests to rebuild"));
+    for (size_t i = 0; i < ids.size(); ++i) snaps.push_back({ids[i], &manifests[i]});
   }
-  // The chain hashes the page index names, per owner put.
-  std::map<std::string, std::map<uint32_t, Prefix>> chains;
-  {
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(HotReadOptions(), cf_[kPages]));
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      const std::string key = it->key().ToString();
-      PutId owner = 0;
-      uint32_t page = 0;
-      if (key.size() != kPageKeyBytes || !DecodePageRef(key, Bytes(it->value()), &owner, &page)) {
-        continue;
-      }
-      const auto* k = reinterpret_cast<const uint8_t*>(key.data());
-      Prefix hash;
-      std::copy(k + 12, k + 28, hash.bytes.begin());
-      chains[PutKey(internal::GetBE64(k), owner)][page] = hash;
-    }
-    AUXSTORE_RETURN_IF_ERROR(FromRocks(it->status(), "scan the page index to rebuild"));
-  }
-  std::lock_guard lock(pages_mu_);
-  rocksdb::WriteBatch batch;
-  auto absent = [&](int cf, const std::string& key) -> Result<bool> {
-    std::string v;
-    rocksdb::Status g = db_->Get(HotReadOptions(), cf_[cf], key, &v);
-    if (g.IsNotFound()) return true;
-    if (!g.ok()) return FromRocks(g, "look up " + setup_.cfs[cf].name);
-    return cf == kRuns && !DecodeRunRecordValue(key, Bytes(v)).ok();
-  };
-  std::map<std::string, RunRecord> runs;  // PutKey -> run record, present or rebuilt
-  for (const Snap& s : snaps) {
-    if (!StoresRecords(s.m)) continue;
-    const std::string pkey = PutKey(s.ns, s.m.put_id);
-    AUXSTORE_ASSIGN_OR_RETURN(bool missing, absent(kRuns, pkey));
-    if (!missing) continue;
-    auto run = RebuildRunRecord(s.ns, s.prefix, s.m, chains[pkey]);
-    if (!run.ok()) {
-      out->not_repaired.push_back("the run record of put " + PutHex(s.m.put_id) +
-                                  " cannot be rebuilt: " + run.error().ToString());
-      continue;
-    }
-    (void)batch.Put(cf_[kRuns], pkey,
-                    EncodeEnvelope(Bytes(pkey), RecordKind::kRun, Bytes(EncodeRunRecord(*run))));
-    runs[pkey] = std::move(*run);
-    *changed = true;
-  }
-  for (const Snap& s : snaps) {
-    for (PutId put : UsedPuts(s.m)) {
-      if (put == s.m.put_id && !StoresRecords(s.m)) continue;
-      const std::string rkey = RefKey(s.ns, put, s.m.put_id);
-      AUXSTORE_ASSIGN_OR_RETURN(bool missing, absent(kRefs, rkey));
-      if (!missing) continue;
-      (void)batch.Put(cf_[kRefs], rkey, s.key);
-      *changed = true;
-    }
-  }
-  // Page entries of every put's chain (the first one found stays).
-  std::set<std::string> put_pages;
-  for (const Snap& s : snaps) {
-    const std::string pkey = PutKey(s.ns, s.m.put_id);
-    const RunRecord* run = nullptr;
-    std::optional<RunRecord> loaded;
-    if (auto r = runs.find(pkey); r != runs.end()) {
-      run = &r->second;
-    } else {
-      auto l = LoadRunRecord(s.ns, s.m.put_id);
-      if (!l.ok() || !*l) continue;
-      loaded = std::move(**l);
-      run = &*loaded;
-    }
-    for (size_t i = 0; i < run->chain.size(); ++i) {
-      const std::string key = PageKey(s.ns, run->page_tokens, run->chain[i]);
-      if (put_pages.count(key)) continue;
-      AUXSTORE_ASSIGN_OR_RETURN(bool missing, absent(kPages, key));
-      if (!missing) continue;
-      put_pages.insert(key);
-      (void)batch.Put(cf_[kPages], key,
-                      EncodePageRef(s.ns, run->page_tokens, run->chain[i], s.m.put_id,
-                                    run->chain_first_page + static_cast<uint32_t>(i)));
-      *changed = true;
-    }
-  }
-  if (batch.Count() == 0) return Status::Ok();
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  return Guard(db_->Write(wo, &batch), "rebuild derived metadata");
+  return ledger_.RestoreDerived(
+      snaps,
+      [&](const SnapshotManifest& s, const std::map<uint32_t, Prefix>& chain) {
+        return RebuildRunRecord(s.id.ns, s.id.prefix, *s.manifest, chain);
+      },
+      &out->not_repaired, changed);
 }
 
 }  // namespace auxstore::store_internal

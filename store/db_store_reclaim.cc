@@ -1,13 +1,12 @@
 // Removing snapshots and reclaiming what no snapshot uses any more: erase,
 // eviction, expiry and quarantine all go through RemoveSnapshot.
 //
-// In one synced batch, under pages_mu_: the manifest and its recency go,
-// with the snapshot's refs to every put it used; each of those puts that
-// has no other ref left (and is not pinned by a put in flight) is garbage:
-// its run record and the page index entries pointing at it go in the same
-// batch. Only after that commit are the garbage puts' records deleted, so no
-// visible manifest can ever name a page whose records are gone; a crash in
-// between leaves orphan records that `compact` removes.
+// In one synced batch: the manifest and its recency go, with what the page
+// ledger releases (PageLedger::ReleaseSnapshot: the snapshot's refs, and the
+// run record and page entries of every put nobody uses any more). Only after
+// that commit are the garbage puts' records deleted, so no visible manifest
+// can ever name a page whose records are gone; a crash in between leaves
+// orphan records that `compact` removes.
 #include <rocksdb/convenience.h>
 #include <rocksdb/write_batch.h>
 
@@ -18,6 +17,7 @@
 #include "format/manifest.h"
 #include "format/run_record.h"
 #include "store/bytes.h"
+#include "store/commit_batch.h"
 #include "store/db_store.h"
 #include "store/keys.h"
 #include "store/meta_keys.h"
@@ -69,106 +69,38 @@ Status DbStore::RemoveSnapshot(NamespaceId ns, const Prefix& prefix,
     self = m->put_id;
     used = UsedPuts(*m);  // with its own run record, if it stored any
   }
-  std::vector<PutId> garbage;
-  {
-    std::lock_guard lock(pages_mu_);
-    rocksdb::WriteBatch batch;
-    (void)batch.Delete(cf_[kManifests], skey);
-    (void)batch.Delete(cf_[kRecency], skey);
-    for (PutId o : used) {
-      (void)batch.Delete(cf_[kRefs], RefKey(ns, o, self));
-      AUXSTORE_ASSIGN_OR_RETURN(bool others, HasRefsOtherThan(ns, o, self));
-      if (others || pins_.count(PutKey(ns, o))) continue;
-      AUXSTORE_ASSIGN_OR_RETURN(bool reclaimed, AddReclaim(ns, o, &batch));
-      if (reclaimed) garbage.push_back(o);
-    }
-    if (quarantine != nullptr) {
-      std::lock_guard commit_lock(commit_mu_);
-      (void)batch.Put(cf_[kMeta], kQuarantinesKey,
-                      EncodeMetaU64(kQuarantinesKey, quarantines_ + 1));
-      AUXSTORE_RETURN_IF_ERROR(CommitLocked(&batch, /*sync=*/true, what));
-      ++quarantines_;
-    } else {
-      AUXSTORE_RETURN_IF_ERROR(Commit(&batch, /*sync=*/true, what));
-    }
-  }
+  CommitBatch batch;
+  (void)batch.rocks.Delete(cf_[kManifests], skey);
+  (void)batch.rocks.Delete(cf_[kRecency], skey);
+  AUXSTORE_ASSIGN_OR_RETURN(
+      std::vector<PutId> garbage,
+      ledger_.ReleaseSnapshot(ns, self, used, &batch, [&](CommitBatch* b) -> Status {
+        if (quarantine == nullptr) return Commit(&b->rocks, /*sync=*/true, what);
+        std::lock_guard commit_lock(commit_mu_);
+        (void)b->rocks.Put(cf_[kMeta], kQuarantinesKey,
+                           EncodeMetaU64(kQuarantinesKey, quarantines_ + 1));
+        AUXSTORE_RETURN_IF_ERROR(CommitLocked(&b->rocks, /*sync=*/true, what));
+        ++quarantines_;
+        return Status::Ok();
+      }));
   index_.Removed(skey);
   for (PutId o : garbage) AUXSTORE_RETURN_IF_ERROR(DeleteRecordsOfPut(ns, o));
   return Status::Ok();
 }
 
-// Caller holds pages_mu_.
-Result<bool> DbStore::HasRefsOtherThan(NamespaceId ns, PutId owner, PutId referrer) {
-  const std::string begin = RefKey(ns, owner, 0);
-  const std::string end = PutRangeEnd(ns, owner);
-  rocksdb::Slice upper(end);
-  rocksdb::ReadOptions ro;
-  ro.iterate_upper_bound = &upper;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, cf_[kRefs]));
-  for (it->Seek(begin); it->Valid(); it->Next()) {
-    NamespaceId n = 0;
-    PutId o = 0, r = 0;
-    if (ParseRefKey(it->key().ToStringView(), &n, &o, &r) && r != referrer) return true;
-  }
-  AUXSTORE_RETURN_IF_ERROR(FromRocks(it->status(), "scan refs"));
-  return false;
-}
-
-// Adds to `batch` the removal of put `owner`'s run record and the page
-// index entries pointing at it. False when it has no run record (nothing
-// stored, or already reclaimed). Caller holds pages_mu_.
-Result<bool> DbStore::AddReclaim(NamespaceId ns, PutId owner, rocksdb::WriteBatch* batch) {
-  auto loaded = LoadRunRecord(ns, owner);
-  if (!loaded.ok() && !loaded.error().IsCorruption()) return loaded.error();
-  std::optional<RunRecord> rec;
-  if (loaded.ok()) rec = std::move(*loaded);
-  if (!rec) {
-    // A run record that does not decode is removed too (its records are
-    // unreachable); a missing one means there is nothing to reclaim.
-    std::string raw;
-    if (!db_->Get(rocksdb::ReadOptions(), cf_[kRuns], PutKey(ns, owner), &raw).ok()) return false;
-  }
-  (void)batch->Delete(cf_[kRuns], PutKey(ns, owner));
-  if (rec) {
-    for (size_t i = 0; i < rec->chain.size(); ++i) {
-      const std::string pkey = PageKey(ns, rec->page_tokens, rec->chain[i]);
-      std::string value;
-      if (!db_->Get(rocksdb::ReadOptions(), cf_[kPages], pkey, &value).ok()) continue;
-      PutId o = 0;
-      uint32_t page = 0;
-      if (!DecodePageRef(pkey, Bytes(value), &o, &page) || o == owner) {
-        (void)batch->Delete(cf_[kPages], pkey);
-      }
-    }
-  }
-  return true;
-}
-
-void DbStore::UnpinOwner(NamespaceId ns, PutId owner) {
-  {
-    std::lock_guard lock(pages_mu_);
-    auto it = pins_.find(PutKey(ns, owner));
-    if (it == pins_.end() || --it->second > 0) return;
-    pins_.erase(it);
-  }
-  // Its last user may have gone while a put had it pinned, and the put did
-  // not commit: nobody else would reclaim it now.
-  if (!fenced_ && !options_.read_only) (void)ReclaimIfUnused(ns, owner);
-}
-
-Result<bool> DbStore::ReclaimIfUnused(NamespaceId ns, PutId put) {
-  {
-    std::lock_guard lock(pages_mu_);
-    if (pins_.count(PutKey(ns, put))) return false;
-    AUXSTORE_ASSIGN_OR_RETURN(bool used, HasRefsOtherThan(ns, put, 0));
-    if (used) return false;
-    rocksdb::WriteBatch batch;
-    AUXSTORE_ASSIGN_OR_RETURN(bool added, AddReclaim(ns, put, &batch));
-    if (!added) return false;
-    AUXSTORE_RETURN_IF_ERROR(Commit(&batch, /*sync=*/true, "reclaim an unreferenced put"));
-  }
-  AUXSTORE_RETURN_IF_ERROR(DeleteRecordsOfPut(ns, put));
-  return true;
+LedgerHost DbStore::MakeLedgerHost() {
+  LedgerHost host;
+  host.commit = [this](CommitBatch* batch, const std::string& what) {
+    return Commit(&batch->rocks, /*sync=*/true, what);
+  };
+  host.write = [this](CommitBatch* batch, bool sync, const std::string& what) {
+    rocksdb::WriteOptions wo;
+    wo.sync = sync;
+    return Guard(db_->Write(wo, &batch->rocks), what);
+  };
+  host.drop_records = [this](NamespaceId ns, PutId put) { return DeleteRecordsOfPut(ns, put); };
+  host.writable = [this] { return !fenced_ && !options_.read_only; };
+  return host;
 }
 
 Status DbStore::DeleteRecordsOfPut(NamespaceId ns, PutId put) {
@@ -218,7 +150,7 @@ Status DbStore::QuarantineIf(NamespaceId ns, const Prefix& prefix, const Manifes
 Status DbStore::QuarantineRecord(NamespaceId ns, PutId owner, uint32_t layer, uint8_t array,
                                  uint32_t chunk, const Status& why) {
   if (options_.read_only || fenced_) return why;
-  auto rec = LoadRunRecord(ns, owner);
+  auto rec = ledger_.LoadRun(ns, owner);
   if (!rec.ok() || !*rec) return why;
   const RunLayer* rl = (*rec)->FindLayer(layer);
   if (rl == nullptr || array >= rl->arrays.size()) return why;
@@ -235,21 +167,11 @@ Status DbStore::QuarantineRecord(NamespaceId ns, PutId owner, uint32_t layer, ui
                                                    (std::min(hi, pages_end) % page_bytes != 0))
           : bad_first;
   const bool tail_hit = hi > pages_end;
-  // Every referrer of `owner` (the refs' values are their snapshot keys).
-  std::vector<std::string> referrers;
-  {
-    const std::string begin = RefKey(ns, owner, 0), end = PutRangeEnd(ns, owner);
-    rocksdb::Slice upper(end);
-    rocksdb::ReadOptions ro;
-    ro.iterate_upper_bound = &upper;
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, cf_[kRefs]));
-    for (it->Seek(begin); it->Valid(); it->Next()) referrers.push_back(it->value().ToString());
-  }
-  for (const std::string& skey : referrers) {
-    NamespaceId n = 0;
-    Prefix p;
-    if (!ParseSnapshotKey(skey, &n, &p)) continue;
-    auto m = LoadManifest(n, p);
+  // Every snapshot that holds a ref to `owner`.
+  auto referrers = ledger_.Referrers(ns, owner);
+  if (!referrers.ok()) return why;
+  for (const SnapshotId& s : *referrers) {
+    auto m = LoadManifest(s.ns, s.prefix);
     if (!m.ok()) continue;
     const LayerEntry* e = m->FindLayer(layer);
     bool uses = false;
@@ -261,7 +183,7 @@ Status DbStore::QuarantineRecord(NamespaceId ns, PutId owner, uint32_t layer, ui
         }
       }
     }
-    if (uses) (void)QuarantineIf(n, p, nullptr, why);
+    if (uses) (void)QuarantineIf(s.ns, s.prefix, nullptr, why);
   }
   return why;
 }
