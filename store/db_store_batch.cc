@@ -83,34 +83,10 @@ Result<Store::ChainPages> DbStore::CountLeadingPages(NamespaceId ns,
   const size_t per_page = out.page_tokens / block_size;
   const size_t pages = block_chain.size() / per_page;
   // Page p is indexed under the chain hash of its last block, naming p.
-  std::vector<std::string> keys;
-  keys.reserve(pages);
-  for (size_t p = 0; p < pages; ++p)
-    keys.push_back(PageKey(ns, out.page_tokens, block_chain[(p + 1) * per_page - 1]));
-  auto stored = [&](size_t begin, size_t end) -> Result<size_t> {  // leading stored in [begin, end)
-    const size_t n = end - begin;
-    std::vector<rocksdb::Slice> slices(keys.begin() + begin, keys.begin() + end);
-    std::vector<rocksdb::PinnableSlice> values(n);
-    std::vector<rocksdb::Status> statuses(n);
-    db_->MultiGet(rocksdb::ReadOptions(), cf_[kPages], n, slices.data(), values.data(),
-                  statuses.data());
-    for (size_t i = 0; i < n; ++i) {
-      if (statuses[i].IsNotFound()) return i;
-      if (!statuses[i].ok()) return FromRocks(statuses[i], "look up a chain's pages");
-      PutId owner = 0;
-      uint32_t page = 0;
-      if (!DecodePageRef(keys[begin + i], Bytes(values[i]), &owner, &page) || page != begin + i) {
-        return i;
-      }
-    }
-    return n;
-  };
-  if (pages == 0) return out;
-  AUXSTORE_ASSIGN_OR_RETURN(out.pages, stored(0, 1));
-  if (out.pages == 1 && pages > 1) {
-    AUXSTORE_ASSIGN_OR_RETURN(const size_t more, stored(1, pages));
-    out.pages += more;
-  }
+  std::vector<Prefix> page_ends;
+  page_ends.reserve(pages);
+  for (size_t p = 0; p < pages; ++p) page_ends.push_back(block_chain[(p + 1) * per_page - 1]);
+  AUXSTORE_ASSIGN_OR_RETURN(out.pages, ledger_.LeadingStoredPages(ns, out.page_tokens, page_ends));
   return out;
 }
 
