@@ -63,3 +63,15 @@ def test_lookup_leased_and_release_leases(store):
     assert store.release_leases(leases) == 0  # already gone: skipped
     with pytest.raises(auxstore.InvalidArgumentError, match="a lease of 0 ms"):
         store.lookup_leased(ns, ps, 0)
+
+
+def test_restore_of_a_subset_of_layers(store, ns, backend):
+    """A pipeline-parallel stage restores only its own layers of a snapshot."""
+    from conftest import dsa_blob
+    dsa = dsa_blob(64)
+    p = prefix(40)
+    store.put(ns, p, 64, [(0, "qsa", qsa_blob(64, 8)), (1, "dsa", dsa), (2, "opaque", b"x" * 100)])
+    with auxstore.Pipeline(store, backend) as pipeline, backend.dsa_state(GEOMETRY) as st:
+        pipeline.restore_wait(ns, p, {1: st})
+        assert bytes(st.read()) == dsa.tobytes()
+        assert st.counters[0] == 64
