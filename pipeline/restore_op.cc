@@ -6,12 +6,13 @@
 //     nothing is read or uploaded before every layer fits its target.
 //  2. Stream: restore_read_ahead lanes (2 by default: perf-notes.md found two
 //     readers ahead best) run on the Asio pool, each taking the next layer
-//     not yet streamed and reading its pieces (PlanPieces: its pages from
-//     the puts that stored them, then its own rows) in order straight into
-//     staging: envelope check, whole-blob hash and copy in one pass over the
-//     bytes (a layer's hash needs its pieces in order). Each piece is
-//     uploaded as soon as it is staged; the last one only after the layer's
-//     whole-blob hash matched. Then the layer's re-pool (QSA) is enqueued,
+//     not yet streamed and reading its pieces (its pages from the puts that
+//     stored them, then its own rows) in order straight into staging
+//     through the store's LayerReader: envelope check, layer digest and
+//     copy in one pass over the bytes. Each piece is uploaded as soon as it
+//     is staged; the reader yields the last one only after the layer's
+//     digest matched, and quarantines damage itself (layer_reader.h). Then
+//     the layer's re-pool (QSA) is enqueued,
 //     its event recorded, and a host callback marks it done. A lane holds
 //     one buffer at a time and waits for the next holding none, so
 //     concurrent restores cannot deadlock; a buffer returns once its copy
@@ -29,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "auxstore/blob_hash.h"
+#include "auxstore/layer_reader.h"
 #include "pipeline/pipeline_core.h"
 
 namespace auxstore::pipeline {
@@ -189,8 +190,7 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
     SeqState* target = nullptr;
     LayerEntry entry;
     RestorePlan plan;
-    std::vector<LayerPiece> pieces;
-    std::optional<LayerHasher> hasher;
+    std::unique_ptr<LayerReader> reader;  // released once the layer streamed
   };
 
   // ---- 1. prepare ----------------------------------------------------------
@@ -222,9 +222,12 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
       l.index = index;
       l.target = target;
       l.entry = *e;
-      l.pieces = PlanPieces(manifest_, *e);
-      l.hasher.emplace(manifest_, *e);
-      for (const LayerPiece& piece : l.pieces) {
+      // A layer that is only a header has its digest checked here (and is
+      // quarantined by the reader when it does not match).
+      auto reader = core_.store().OpenLayer(ns_, prefix_, manifest_, index);
+      if (!reader.ok()) return reader.status().WithContext(where);
+      l.reader = std::move(*reader);
+      for (const LayerPiece& piece : l.reader->pieces()) {
         if (piece.bytes > core_.staging().buffer_bytes()) {
           return Status::InvalidArgument(where + ": store chunks of up to " +
                                          std::to_string(piece.bytes) +
@@ -292,20 +295,13 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
         li = layers_.size();
     }
     if (li == layers_.size()) return EndLane();
-    layers_[li].hasher->Update(layers_[li].entry.header);
-    if (layers_[li].pieces.empty()) {  // the header is the whole blob
-      Status st = CheckLayerDigest(layers_[li].entry, layers_[li].hasher->Digest());
-      if (!st.ok()) {
-        Fail(st.WithContext(LayerWhere(layers_[li].index)), /*quarantine=*/true);
-        return EndLane();
-      }
-    }
-    StreamPiece(li, 0);
+    StreamPiece(li);
   }
 
-  void StreamPiece(size_t li, size_t i) {
+  void StreamPiece(size_t li) {
     Layer& l = layers_[li];
-    if (i == l.pieces.size()) {
+    if (l.reader->done()) {
+      l.reader.reset();  // its pinned blocks go now, not with the restore
       Status st = LayerEnqueued(li);
       if (!st.ok()) {
         Fail(st);
@@ -314,36 +310,31 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
       return NextLayer();
     }
     auto self = shared_from_this();
-    core_.staging().AsyncAcquire([self, li, i](Lease b) { self->StagePiece(li, i, std::move(b)); });
+    core_.staging().AsyncAcquire([self, li](Lease b) { self->StagePiece(li, std::move(b)); });
   }
 
-  // Reads piece `i` of layer `li` into `b`, uploads it and goes on with the
-  // next piece.
-  void StagePiece(size_t li, size_t i, Lease b) {
+  // Reads the next piece of layer `li` into `b`, uploads it and goes on with
+  // the one after.
+  void StagePiece(size_t li, Lease b) {
     Layer& l = layers_[li];
-    const LayerPiece& piece = l.pieces[i];
-    const ByteSpan staged{b.data(), piece.bytes};
     Status st;
-    bool quarantine = false;
     const bool stopped_now = stopped();  // another lane failed, or a cancel
     if (!stopped_now) {
-      // A Corruption here has already quarantined the snapshot (store.h).
-      st = core_.store().ReadPieceInto(ns_, prefix_, manifest_, l.index, piece,
-                                       b.span().first(piece.bytes), &*l.hasher);
-      if (!st.ok()) st = st.WithContext(LayerWhere(l.index));
+      // Verified, and the last piece only once the layer's digest matched;
+      // a Corruption has already quarantined the snapshot (layer_reader.h).
+      auto piece = l.reader->ReadInto(b.span());
+      if (!piece.ok()) {
+        st = piece.status().WithContext(LayerWhere(l.index));
+      } else {
+        st = Upload(l, piece->blob_offset, ByteSpan{b.data(), piece->bytes});
+      }
     }
-    // The last piece goes up only once the whole blob matches its manifest.
-    if (st.ok() && !stopped_now && i + 1 == l.pieces.size()) {
-      st = CheckLayerDigest(l.entry, l.hasher->Digest());
-      quarantine = !st.ok();
-    }
-    if (st.ok() && !stopped_now) st = Upload(l, piece.blob_offset, staged);
     Status returned = b.ReturnAfter(stream_);
     if (st.ok()) st = returned;
-    if (!st.ok()) Fail(st, quarantine);
+    if (!st.ok()) Fail(st);
     if (stopped_now && state_->cancelled()) Fail(Cancelled());
     if (!st.ok() || stopped_now) return EndLane();
-    StreamPiece(li, i + 1);
+    StreamPiece(li);
   }
 
   Status Upload(Layer& l, uint64_t lo, ByteSpan b) {
@@ -412,11 +403,12 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
 
   // Records the first failure (later ones are dropped), except that a
   // Corruption replaces a NotFound: the lane whose read found damage
-  // quarantines the snapshot inside the store's read, and another lane may
-  // find it gone first (found by pipeline_damage_test). Outside the stream
-  // phase it completes the restore at once; while lanes run, the last lane
-  // to stop does (EndLane).
-  void Fail(Status st, bool quarantine = false) {
+  // quarantines the snapshot inside the store's reader, and another lane
+  // may find it gone first (found by pipeline_damage_test). Outside the
+  // stream phase it completes the restore at once; while lanes run, the
+  // last lane to stop does (EndLane). The pipeline never quarantines: the
+  // store's reader decided that already.
+  void Fail(Status st) {
     bool complete_now = false;
     {
       std::lock_guard lock(mu_);
@@ -428,9 +420,6 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
       error_ = st;
       complete_now = lanes_running_ == 0;
     }
-    // Only what this pipeline itself found; a store read that failed with
-    // Corruption has quarantined the snapshot already.
-    if (quarantine) (void)core_.store().Quarantine(ns_, prefix_, st);
     if (complete_now) Complete();
   }
 

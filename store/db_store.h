@@ -65,9 +65,9 @@ class DbStore final : public Store {
                    const ChunkSink& sink) override;
   Result<std::vector<uint8_t>> GetLayer(NamespaceId ns, const Prefix& prefix,
                                         uint32_t layer) override;
-  Status ReadPieceInto(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
-                       uint32_t layer, const LayerPiece& piece, std::span<uint8_t> dst,
-                       LayerHasher* layer_hash) override;
+  Result<std::unique_ptr<LayerReader>> OpenLayer(NamespaceId ns, const Prefix& prefix,
+                                                 const Manifest& manifest,
+                                                 uint32_t layer) override;
   Status Quarantine(NamespaceId ns, const Prefix& prefix, const Status& why) override;
   Status QuarantineIfUnchanged(NamespaceId ns, const Prefix& prefix, const Manifest& seen,
                                const Status& why) override;
@@ -209,25 +209,23 @@ class DbStore final : public Store {
   };
   // NotFound when no record has `key`; the value is not verified here.
   Status PinRecord(const std::string& key, PinnedRecord* out);
+  // ---- the layer reader (layer_reader.cc): the only code that verifies a
+  // layer (include/auxstore/layer_reader.h).
   class PieceReader;
-  // Corruption: the record of `piece` is missing (a torn snapshot).
-  Status TornPiece(NamespaceId ns, const Prefix& prefix, uint32_t layer, const LayerPiece& piece);
-  // PinRecord of one piece's record; a missing one is Corruption (a torn
-  // snapshot).
-  Status PinPiece(NamespaceId ns, const Prefix& prefix, uint32_t layer, const LayerPiece& piece,
-                  PinnedRecord* record);
-  // The one definition of a good record (reads, restores, Verify): its
-  // envelope decodes under its own key and holds the record kind of the
-  // layer's kind and the piece's bytes; they are fed to `blob_hash` (may be
-  // null) and, when `copy_to` is given, copied there, in the same pass.
-  Status VerifyPiece(NamespaceId ns, const Prefix& prefix, const LayerEntry& entry,
-                     const LayerPiece& piece, ByteSpan value, LayerHasher* layer_hash,
-                     std::span<uint8_t>* copy_to, ByteSpan* bytes);
-  // A piece that failed: Corruption quarantines every snapshot using its
-  // record; a snapshot replaced or erased meanwhile reads NotFound (a race
-  // with a writer, not damage).
-  Status PieceFailed(NamespaceId ns, const Prefix& prefix, const Manifest& m, uint32_t layer,
-                     const LayerPiece& piece, Status s);
+  class LayerCursor;
+  struct ReadMode {
+    // Pieces read ahead on read_pool_ while the caller verifies the ones
+    // before (ReadLayer's streaming); 0: each read where it is asked for.
+    size_t read_ahead = 0;
+    // Verify's reads: damage is decided as always, but nothing is
+    // quarantined and nothing counted in Stats::bytes_read.
+    bool verify_only = false;
+  };
+  // NotFound when `manifest` has no layer `layer`; a header-only layer's
+  // digest is checked here.
+  Result<std::unique_ptr<LayerReader>> OpenCursor(NamespaceId ns, const Prefix& prefix,
+                                                  Manifest manifest, uint32_t layer,
+                                                  ReadMode mode);
   void Touch(NamespaceId ns, const Prefix& prefix);
   // Quarantines the snapshot if its stored manifest value still passes
   // `still_same` (null: any) and returns `why`; returns NotFound when it was
@@ -240,9 +238,10 @@ class DbStore final : public Store {
 
   // ---- verification (db_store_verify.cc)
   class Verifier;
-  // Reads every piece of one snapshot and checks it (VerifyPiece, the
-  // codec check of each layer's head, CheckLayerDigest). OK, or Corruption
-  // with the damaged layer in *layer. Counts into `report` when given.
+  // Reads every layer of one snapshot through the layer reader (nothing
+  // quarantined) after the codec check of its head. OK, or Corruption with
+  // the damaged layer in *layer (NotFound: erased or replaced while read).
+  // Counts into `report` when given.
   Status VerifySnapshot(NamespaceId ns, const Prefix& prefix, const Manifest& m,
                         std::optional<uint32_t>* layer, VerifyReport* report);
 

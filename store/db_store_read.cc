@@ -1,8 +1,6 @@
-#include <boost/asio/post.hpp>
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
-#include <deque>
-#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,63 +22,6 @@ std::string Where(NamespaceId ns, const Prefix& prefix) {
 }
 
 }  // namespace
-
-// The records of one layer read piece by piece: one iterator per owner put,
-// kept across its pieces (they ascend through its key range, so most are
-// the next record or a short seek away in a block already read), its
-// blocks pinned so each value read stays valid until the reader goes. A
-// paged layer reads from many owners in turn; a fresh iterator per piece
-// cost more than the read itself (bench/RESULTS.md, chains).
-class DbStore::PieceReader {
- public:
-  PieceReader(DbStore& s, NamespaceId ns) : s_(s), ns_(ns) {}
-
-  // The record of `piece` (of layer `layer`): NotFound when absent.
-  Status Read(uint32_t layer, const LayerPiece& piece, rocksdb::Slice* value) {
-    Owner* o;
-    {
-      std::lock_guard lock(mu_);
-      auto& slot = owners_[piece.owner];
-      if (!slot) slot = std::make_unique<Owner>();
-      o = slot.get();
-    }
-    const std::string key = RecordKey(ns_, piece.owner, layer, piece.array, piece.chunk);
-    std::lock_guard lock(o->mu);
-    if (!o->it) {
-      o->upper = PutRangeEnd(ns_, piece.owner);
-      o->upper_slice = o->upper;
-      rocksdb::ReadOptions r = HotReadOptions();
-      r.iterate_upper_bound = &o->upper_slice;
-      r.pin_data = true;
-      o->it.reset(s_.db_->NewIterator(r, s_.cf_[kRecords]));
-      o->it->Seek(key);
-    } else if (!(o->it->Valid() && o->it->key() == rocksdb::Slice(key))) {
-      if (o->it->Valid() && o->it->key().compare(key) < 0) o->it->Next();
-      if (!(o->it->Valid() && o->it->key() == rocksdb::Slice(key))) o->it->Seek(key);
-    }
-    if (!o->it->Valid()) {
-      if (!o->it->status().ok()) return FromRocks(o->it->status(), "read a record");
-      return Status::NotFound("no record");
-    }
-    if (o->it->key() != rocksdb::Slice(key)) return Status::NotFound("no record");
-    // With pin_data the value stays where it is until the iterator goes
-    // (a plain Put's value in a pinned block or the memtable's arena).
-    *value = o->it->value();
-    return Status::Ok();
-  }
-
- private:
-  struct Owner {
-    std::mutex mu;
-    std::string upper;
-    rocksdb::Slice upper_slice;
-    std::unique_ptr<rocksdb::Iterator> it;
-  };
-  DbStore& s_;
-  const NamespaceId ns_;
-  std::mutex mu_;
-  std::map<PutId, std::unique_ptr<Owner>> owners_;
-};
 
 Result<Manifest> DecodeManifestRecord(const std::string& key, ByteSpan value) {
   AUXSTORE_ASSIGN_OR_RETURN(EnvelopeView env, DecodeEnvelope(Bytes(key), value));
@@ -190,144 +131,23 @@ Status DbStore::PinRecord(const std::string& key, PinnedRecord* out) {
   return Status::Ok();
 }
 
-Status DbStore::PinPiece(NamespaceId ns, const Prefix& prefix, uint32_t layer,
-                         const LayerPiece& piece, PinnedRecord* record) {
-  Status s = PinRecord(RecordKey(ns, piece.owner, layer, piece.array, piece.chunk), record);
-  if (s.ok()) return s;
-  if (s.IsNotFound()) return TornPiece(ns, prefix, layer, piece);
-  return s.WithContext("layer " + std::to_string(layer) + " array " + std::to_string(piece.array) +
-                       " chunk " + std::to_string(piece.chunk) + " of put " + PutHex(piece.owner) +
-                       " (" + Where(ns, prefix) + ")");
-}
-
-Status DbStore::TornPiece(NamespaceId ns, const Prefix& prefix, uint32_t layer,
-                          const LayerPiece& piece) {
-  return Status::Corruption("snapshot is torn: missing layer " + std::to_string(layer) + " array " +
-                            std::to_string(piece.array) + " chunk " + std::to_string(piece.chunk) +
-                            " of put " + PutHex(piece.owner) + " (" + Where(ns, prefix) + ")");
-}
-
-Status DbStore::VerifyPiece(NamespaceId ns, const Prefix& prefix, const LayerEntry& entry,
-                            const LayerPiece& piece, ByteSpan value, LayerHasher* blob_hash,
-                            std::span<uint8_t>* copy_to, ByteSpan* bytes) {
-  auto where = [&] {  // built only on an error: this is the restore's hot path
-    return "layer " + std::to_string(entry.layer) + " array " + std::to_string(piece.array) +
-           " chunk " + std::to_string(piece.chunk) + " of put " + PutHex(piece.owner) + " (" +
-           Where(ns, prefix) + ")";
-  };
-  const std::string key = RecordKey(ns, piece.owner, entry.layer, piece.array, piece.chunk);
-  auto env = copy_to
-                 ? DecodeEnvelopeRange(Bytes(key), value, piece.chunk_offset, *copy_to, blob_hash)
-                 : DecodeEnvelopeRange(Bytes(key), value, piece.chunk_offset, uint64_t{piece.bytes},
-                                       blob_hash);
-  if (!env.ok()) return env.error().WithContext(where());
-  if (env->kind != ChunkRecordKind(entry.kind)) {
-    return Status::Corruption(where() + " holds a record of kind " +
-                              std::to_string(static_cast<unsigned>(env->kind)) +
-                              ", the manifest says " + std::string(KindName(entry.kind)));
-  }
-  if (bytes) *bytes = env->payload.subspan(piece.chunk_offset, piece.bytes);
-  return Status::Ok();
-}
-
-Status DbStore::PieceFailed(NamespaceId ns, const Prefix& prefix, const Manifest& m, uint32_t layer,
-                            const LayerPiece& piece, Status s) {
-  if (!s.IsCorruption()) return s;
-  // A snapshot erased or replaced while it was read lost its records to the
-  // writer: not damage, and nothing is quarantined.
-  std::string now;
-  const std::string skey = SnapshotKey(ns, prefix);
-  if (!db_->Get(rocksdb::ReadOptions(), cf_[kManifests], skey, &now).ok() ||
-      !SameManifest(skey, m)(now)) {
-    return Status::NotFound("snapshot of " + Where(ns, prefix) +
-                            " was erased or replaced while it was being read");
-  }
-  (void)QuarantineRecord(ns, piece.owner, layer, piece.array, piece.chunk, s);
-  (void)QuarantineIf(ns, prefix, SameManifest(skey, m), s);  // gone already, mostly
-  return s;
-}
-
 Status DbStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
                           const ChunkSink& sink) {
   AUXSTORE_ASSIGN_OR_RETURN(Manifest m, LoadManifest(ns, prefix));
-  const LayerEntry* entry = m.FindLayer(layer);
-  if (!entry) {
-    return Status::NotFound("snapshot of " + Where(ns, prefix) + " has no layer " +
-                            std::to_string(layer));
-  }
+  // Reads run up to two pieces ahead on the read pool while this thread
+  // verifies (envelope and layer digest in one pass) and delivers: cold
+  // reads overlap the disk with the CPU work (shared/perf-notes.md: 0.80 ->
+  // 0.97 x raw). The sink gets each piece where RocksDB holds it: no copy.
+  AUXSTORE_ASSIGN_OR_RETURN(auto reader,
+                            OpenCursor(ns, prefix, std::move(m), layer, ReadMode{.read_ahead = 2}));
   Touch(ns, prefix);
-  const std::vector<LayerPiece> pieces = PlanPieces(m, *entry);
-  LayerHasher hasher(m, *entry);
-  hasher.Update(entry->header);
-  if (pieces.empty()) {  // a header alone (or an empty opaque layer)
-    Status s = CheckLayerDigest(*entry, hasher.Digest()).WithContext(Where(ns, prefix));
-    if (!s.ok()) return QuarantineIf(ns, prefix, SameManifest(SnapshotKey(ns, prefix), m), s);
-    bytes_read_ += entry->header.size();  // bytes_read counts headers too
-    return entry->header.empty() ? Status::Ok() : sink(0, entry->header);
+  const LayerEntry& entry = reader->entry();
+  if (!entry.header.empty()) AUXSTORE_RETURN_IF_ERROR(sink(0, entry.header));
+  while (!reader->done()) {
+    AUXSTORE_ASSIGN_OR_RETURN(LayerReader::View piece, reader->Read());
+    AUXSTORE_RETURN_IF_ERROR(sink(piece.piece.blob_offset, piece.bytes));
   }
-  if (!entry->header.empty()) AUXSTORE_RETURN_IF_ERROR(sink(0, entry->header));
-  bytes_read_ += entry->header.size();
-  // Reads run up to kReadAhead pieces ahead on the read pool while this
-  // thread verifies (envelope and layer digest in one pass) and delivers:
-  // cold reads overlap the disk with the CPU work (shared/perf-notes.md:
-  // 0.80 -> 0.97 x raw).
-  constexpr size_t kReadAhead = 2;
-  struct Fetched {
-    Status status;
-    rocksdb::Slice value;  // pinned by `reader`
-  };
-  PieceReader reader(*this, ns);
-  auto fetch = [&reader, layer, &pieces](size_t i) {
-    Fetched f;
-    f.status = reader.Read(layer, pieces[i], &f.value);
-    return f;
-  };
-  std::deque<std::future<Fetched>> ahead;
-  size_t next = 0;
-  auto refill = [&] {
-    while (next < pieces.size() && ahead.size() < kReadAhead) {
-      // The first piece is read inline: small layers pay no hand-off.
-      if (next == 0) {
-        ahead.push_back(std::async(std::launch::deferred, fetch, next));
-      } else {
-        auto task =
-            std::make_shared<std::packaged_task<Fetched()>>([fetch, i = next] { return fetch(i); });
-        ahead.push_back(task->get_future());
-        boost::asio::post(read_pool_, [task] { (*task)(); });
-      }
-      ++next;
-    }
-  };
-  Status result;
-  refill();
-  for (size_t i = 0; i < pieces.size() && result.ok(); ++i) {
-    Fetched f = ahead.front().get();
-    ahead.pop_front();
-    refill();
-    Status s = std::move(f.status);
-    if (s.IsNotFound()) s = TornPiece(ns, prefix, layer, pieces[i]);
-    ByteSpan bytes;
-    if (s.ok()) {
-      s = VerifyPiece(ns, prefix, *entry, pieces[i], Bytes(f.value), &hasher, nullptr, &bytes);
-    }
-    if (!s.ok()) {
-      result = PieceFailed(ns, prefix, m, layer, pieces[i], std::move(s));
-      break;
-    }
-    // The last piece goes out only once the whole blob's hash matches, so a
-    // sink never completes a blob that is not the one the manifest names.
-    if (i + 1 == pieces.size()) {
-      s = CheckLayerDigest(*entry, hasher.Digest()).WithContext(Where(ns, prefix));
-      if (!s.ok()) {
-        result = QuarantineIf(ns, prefix, SameManifest(SnapshotKey(ns, prefix), m), s);
-        break;
-      }
-    }
-    bytes_read_ += bytes.size();
-    result = sink(pieces[i].blob_offset, bytes);
-  }
-  for (auto& pending : ahead) pending.wait();  // they reference this frame
-  return result;
+  return Status::Ok();
 }
 
 Result<std::vector<uint8_t>> DbStore::GetLayer(NamespaceId ns, const Prefix& prefix,
@@ -340,27 +160,6 @@ Result<std::vector<uint8_t>> DbStore::GetLayer(NamespaceId ns, const Prefix& pre
   });
   if (!s.ok()) return s;
   return out;
-}
-
-Status DbStore::ReadPieceInto(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
-                              uint32_t layer, const LayerPiece& piece, std::span<uint8_t> dst,
-                              LayerHasher* blob_hash) {
-  const LayerEntry* entry = manifest.FindLayer(layer);
-  if (!entry) return Status::InvalidArgument("manifest has no layer " + std::to_string(layer));
-  if (dst.size() != piece.bytes) {
-    return Status::InvalidArgument("destination is " + std::to_string(dst.size()) +
-                                   " bytes, the piece is " + std::to_string(piece.bytes));
-  }
-  // As in ReadLayer: a missing or damaged record quarantines its users.
-  PinnedRecord record;
-  Status st = PinPiece(ns, prefix, layer, piece, &record);
-  if (st.ok())
-    st = VerifyPiece(ns, prefix, *entry, piece, Bytes(record.value), blob_hash, &dst, nullptr);
-  if (!st.ok()) return PieceFailed(ns, prefix, manifest, layer, piece, std::move(st));
-  // The layer's header (kept in its manifest) counts with its first piece.
-  bytes_read_ +=
-      dst.size() + (piece.blob_offset == entry->header.size() ? entry->header.size() : 0);
-  return st;
 }
 
 // One MultiGet over the manifests of `prefixes`; a damaged manifest is
@@ -495,31 +294,20 @@ Result<uint64_t> DbStore::ReadLayerInto(NamespaceId ns, const Prefix& prefix, ui
                                         std::span<uint8_t> dst) {
   AUXSTORE_ASSIGN_OR_RETURN(Manifest m, LoadManifest(ns, prefix));
   const LayerEntry* entry = m.FindLayer(layer);
-  if (!entry) {
-    return Status::NotFound("snapshot of " + Where(ns, prefix) + " has no layer " +
-                            std::to_string(layer));
-  }
-  if (dst.size() < entry->bytes) {
+  if (entry && dst.size() < entry->bytes) {
     return Status::OutOfRange("layer " + std::to_string(layer) + " of " + Where(ns, prefix) +
                               " is " + std::to_string(entry->bytes) +
                               " bytes; the destination holds " + std::to_string(dst.size()));
   }
+  AUXSTORE_ASSIGN_OR_RETURN(auto reader, OpenCursor(ns, prefix, std::move(m), layer, ReadMode{}));
   Touch(ns, prefix);
-  LayerHasher hasher(m, *entry);
-  hasher.Update(entry->header);
-  std::copy(entry->header.begin(), entry->header.end(), dst.begin());
-  const std::vector<LayerPiece> pieces = PlanPieces(m, *entry);
-  if (pieces.empty()) bytes_read_ += entry->header.size();  // else with the first piece
-  for (const LayerPiece& piece : pieces) {
-    AUXSTORE_RETURN_IF_ERROR(ReadPieceInto(ns, prefix, m, layer, piece,
-                                           dst.subspan(piece.blob_offset, piece.bytes), &hasher));
+  const std::vector<uint8_t>& header = reader->entry().header;
+  std::copy(header.begin(), header.end(), dst.begin());
+  while (!reader->done()) {
+    const uint64_t at = reader->pieces()[reader->next()].blob_offset;
+    AUXSTORE_RETURN_IF_ERROR(reader->ReadInto(dst.subspan(at)).status());
   }
-  Status digest = CheckLayerDigest(*entry, hasher.Digest());
-  if (!digest.ok()) {
-    return QuarantineIf(ns, prefix, SameManifest(SnapshotKey(ns, prefix), m),
-                        digest.WithContext(Where(ns, prefix)));
-  }
-  return entry->bytes;
+  return reader->entry().bytes;
 }
 
 Status DbStore::List(std::optional<NamespaceId> ns,

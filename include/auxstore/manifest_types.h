@@ -91,7 +91,7 @@ struct LayerPiece {
   uint64_t blob_offset = 0;
 };
 // Every stored piece of a layer's blob after its header, in blob order: the
-// order a reader reads and hashes them in (Store::ReadPieceInto). The header
+// order a reader reads and hashes them in (LayerReader). The header
 // itself is in the manifest (LayerEntry::header).
 std::vector<LayerPiece> PlanPieces(const Manifest& m, const LayerEntry& l);
 

@@ -26,6 +26,7 @@
 #include "auxstore/blob_codecs.h"
 #include "auxstore/blob_hash.h"
 #include "auxstore/geometry.h"
+#include "auxstore/layer_reader.h"
 #include "auxstore/log.h"
 #include "auxstore/maintenance.h"
 #include "auxstore/manifest_types.h"
@@ -184,19 +185,17 @@ class Store {
   virtual Result<std::vector<uint8_t>> GetLayer(NamespaceId ns, const Prefix& prefix,
                                                 uint32_t layer) = 0;
 
-  // Reads one piece of a layer (PlanPieces(manifest, layer entry), in
-  // order) straight into `dst` (exactly piece.bytes), verifying its
-  // record's envelope while copying. For pipelines that stage pieces
-  // themselves (pipeline/): they must feed the layer's header
-  // (LayerEntry::header) and then every piece, in order, to one
-  // LayerHasher (`layer_hash`, fed here in the same pass) and compare it
-  // with the manifest (CheckLayerDigest) before using the last piece. A
-  // Corruption here has already quarantined every snapshot using the
-  // damaged record; a pipeline that finds a digest mismatch calls
-  // Quarantine itself.
-  virtual Status ReadPieceInto(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
-                               uint32_t layer, const LayerPiece& piece, std::span<uint8_t> dst,
-                               LayerHasher* layer_hash) = 0;
+  // A cursor over one layer of `manifest` (the snapshot's, as GetManifest
+  // returned it): its pieces read in order into the caller's buffers, each
+  // verified while copied, the layer digest checked before the last one,
+  // damage quarantined (layer_reader.h). For pipelines that stage pieces
+  // themselves (pipeline/). NotFound when the manifest has no such layer;
+  // Corruption (quarantined) when a layer that is only a header fails its
+  // digest. Nothing is touched (no hit, no LRU). The reader must not
+  // outlive the store.
+  virtual Result<std::unique_ptr<LayerReader>> OpenLayer(NamespaceId ns, const Prefix& prefix,
+                                                         const Manifest& manifest,
+                                                         uint32_t layer) = 0;
 
   // Removes the snapshot's manifest (so lookups miss) and counts a
   // quarantine. Returns `why` when it did; OK when there was nothing to do.

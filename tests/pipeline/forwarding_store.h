@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <optional>
 
@@ -12,13 +13,16 @@
 namespace auxstore::testing {
 
 class ForwardingStore final : public Store {
+  class FaultyReader;
+
  public:
   explicit ForwardingStore(Store& inner) : in_(inner) {}
 
-  // ReadPieceInto of (layer, chunk of its first array) returns Corruption and, as the real
-  // store does (store.h), quarantines the snapshot itself.
+  // A LayerReader's read of (layer, chunk of its first array) returns Corruption and, as
+  // the real reader does (layer_reader.h), quarantines the snapshot itself.
   std::optional<std::pair<uint32_t, uint32_t>> corrupt_chunk;
-  // GetManifest reports a wrong whole-blob hash for this layer.
+  // The read of this layer's last piece returns a layer digest mismatch (Corruption) and
+  // quarantines the snapshot, as the real reader does.
   std::optional<uint32_t> wrong_hash_layer;
   std::atomic<int> quarantines{0}, chunk_reads{0};
   // While set, a read of this layer past its first chunk waits until
@@ -68,12 +72,7 @@ class ForwardingStore final : public Store {
     return in_.PutSnapshot(ns, p, tokens, layers, put);
   }
   Result<Manifest> GetManifest(NamespaceId ns, const Prefix& p) override {
-    auto m = in_.GetManifest(ns, p);
-    if (m.ok() && wrong_hash_layer) {
-      for (auto& l : m->layers)
-        if (l.layer == *wrong_hash_layer) l.xxh3 ^= 1;
-    }
-    return m;
+    return in_.GetManifest(ns, p);
   }
   Status ReadLayer(NamespaceId ns, const Prefix& p, uint32_t layer,
                    const ChunkSink& sink) override {
@@ -82,21 +81,9 @@ class ForwardingStore final : public Store {
   Result<std::vector<uint8_t>> GetLayer(NamespaceId ns, const Prefix& p, uint32_t l) override {
     return in_.GetLayer(ns, p, l);
   }
-  Status ReadPieceInto(NamespaceId ns, const Prefix& p, const Manifest& m, uint32_t layer,
-                       const LayerPiece& piece, std::span<uint8_t> dst,
-                       LayerHasher* layer_hash) override {
-    ++chunk_reads;
-    if (piece.chunk > 0 || piece.array > 0) {
-      std::unique_lock l(mu_);
-      cv_.wait(l, [&] { return held_layer_ != layer; });
-    }
-    if (corrupt_chunk && piece.array == 0 && *corrupt_chunk == std::make_pair(layer, piece.chunk)) {
-      Status st = Status::Corruption("injected chunk corruption");
-      (void)Quarantine(ns, p, st);
-      return st;
-    }
-    return in_.ReadPieceInto(ns, p, m, layer, piece, dst, layer_hash);
-  }
+  // The real reader, behind the faults above (FaultyReader).
+  Result<std::unique_ptr<LayerReader>> OpenLayer(NamespaceId ns, const Prefix& p, const Manifest& m,
+                                                 uint32_t layer) override;
   Status Quarantine(NamespaceId ns, const Prefix& p, const Status& why) override {
     ++quarantines;
     return in_.Quarantine(ns, p, why);
@@ -151,5 +138,58 @@ class ForwardingStore final : public Store {
   bool gate_open_ = true;
   std::optional<uint32_t> held_layer_;
 };
+
+// The real reader with the ForwardingStore's faults in front of each read.
+class ForwardingStore::FaultyReader final : public LayerReader {
+ public:
+  FaultyReader(ForwardingStore& s, NamespaceId ns, const Prefix& p, std::unique_ptr<LayerReader> in)
+      : s_(s), ns_(ns), p_(p), in_(std::move(in)) {}
+  const LayerEntry& entry() const override { return in_->entry(); }
+  std::span<const LayerPiece> pieces() const override { return in_->pieces(); }
+  size_t next() const override { return in_->next(); }
+  Result<LayerPiece> ReadInto(std::span<uint8_t> dst) override {
+    AUXSTORE_RETURN_IF_ERROR(BeforeRead());
+    return in_->ReadInto(dst);
+  }
+  Result<View> Read() override {
+    AUXSTORE_RETURN_IF_ERROR(BeforeRead());
+    return in_->Read();
+  }
+
+ private:
+  Status BeforeRead() {
+    if (done()) return Status::Ok();  // the real reader says so
+    const uint32_t layer = entry().layer;
+    const LayerPiece& piece = pieces()[next()];
+    ++s_.chunk_reads;
+    if (piece.chunk > 0 || piece.array > 0) {
+      std::unique_lock l(s_.mu_);
+      s_.cv_.wait(l, [&] { return s_.held_layer_ != layer; });
+    }
+    Status st;
+    if (s_.corrupt_chunk && piece.array == 0 &&
+        *s_.corrupt_chunk == std::make_pair(layer, piece.chunk)) {
+      st = Status::Corruption("injected chunk corruption");
+    } else if (s_.wrong_hash_layer == layer && next() + 1 == pieces().size()) {
+      st = Status::Corruption("injected layer digest mismatch");
+    }
+    if (!st.ok()) (void)s_.Quarantine(ns_, p_, st);
+    return st;
+  }
+
+  ForwardingStore& s_;
+  const NamespaceId ns_;
+  const Prefix p_;
+  std::unique_ptr<LayerReader> in_;
+};
+
+inline Result<std::unique_ptr<LayerReader>> ForwardingStore::OpenLayer(NamespaceId ns,
+                                                                       const Prefix& p,
+                                                                       const Manifest& m,
+                                                                       uint32_t layer) {
+  AUXSTORE_ASSIGN_OR_RETURN(auto inner, in_.OpenLayer(ns, p, m, layer));
+  return std::unique_ptr<LayerReader>(
+      std::make_unique<FaultyReader>(*this, ns, p, std::move(inner)));
+}
 
 }  // namespace auxstore::testing

@@ -5,7 +5,8 @@
 //   pinned_h2d    CopyH2DAsync from 4 pinned buffers (the PCIe bound on CUDA)
 //   raw_read      read(2) of the store's files, page cache dropped for them
 //                 (posix_fadvise DONTNEED on our own files only)
-//   store_read    serial Store::ReadPieceInto of every piece, page cache warm
+//   store_read    serial LayerReader::ReadInto of every piece (Store::OpenLayer),
+//                 page cache warm
 //                 and after the cache drop (cold)
 //   restore_cold  GpuPipeline::Restore right after the same cache drop
 //   restore_warm  GpuPipeline::Restore again (page cache warm)
@@ -204,15 +205,15 @@ int main(int argc, char** argv) {
     return s;
   };
 
-  // Serial ReadPieceInto of every piece into one pinned buffer.
+  // Every piece read in turn, verified, into one pinned buffer.
   auto read_store = [&]() {
     const auto t0 = Clock::now();
     for (const LayerEntry& e : manifest->layers) {
-      for (const LayerPiece& piece : PlanPieces(*manifest, e)) {
-        if (Status st = store.ReadPieceInto(*ns, prefix, *manifest, e.layer, piece,
-                                            {pinned[0], piece.bytes}, nullptr);
-            !st.ok())
-          Die("read", st);
+      auto reader = store.OpenLayer(*ns, prefix, *manifest, e.layer);
+      if (!reader.ok()) Die("open layer", reader.status());
+      while (!(*reader)->done()) {
+        auto piece = (*reader)->ReadInto({pinned[0], chunk});
+        if (!piece.ok()) Die("read", piece.status());
       }
     }
     return Since(t0);

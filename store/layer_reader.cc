@@ -1,0 +1,285 @@
+// DbStore's LayerReader (include/auxstore/layer_reader.h): the only code
+// that verifies a layer. Records are read through one iterator per owner
+// put (PieceReader), optionally up to ReadMode::read_ahead pieces ahead on
+// the store's read pool while the caller verifies the ones before; each
+// record is checked by CheckChunkRecord (store/record_check.h) in the same
+// pass as the copy and the layer digest.
+#include "auxstore/layer_reader.h"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_future.hpp>
+#include <deque>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "store/bytes.h"
+#include "store/db_store.h"
+#include "store/keys.h"
+#include "store/record_check.h"
+
+namespace auxstore::store_internal {
+namespace {
+
+std::string Where(NamespaceId ns, const Prefix& prefix) {
+  return "prefix " + prefix.ToHex() + " in namespace " + NamespaceHex(ns);
+}
+
+}  // namespace
+
+// The records of one layer read piece by piece: one iterator per owner put,
+// kept across its pieces (they ascend through its key range, so most are
+// the next record or a short seek away in a block already read), its
+// blocks pinned so each value read stays valid until the reader goes. A
+// paged layer reads from many owners in turn; a fresh iterator per piece
+// cost more than the read itself (bench/RESULTS.md, chains). Read-ahead
+// reads pieces of different owners on pool threads at once: each owner has
+// its own lock.
+class DbStore::PieceReader {
+ public:
+  PieceReader(DbStore& s, NamespaceId ns) : s_(s), ns_(ns) {}
+
+  // The record of `piece` (of layer `layer`): NotFound when absent.
+  Status Read(uint32_t layer, const LayerPiece& piece, rocksdb::Slice* value) {
+    Owner* o;
+    {
+      std::lock_guard lock(mu_);
+      auto& slot = owners_[piece.owner];
+      if (!slot) slot = std::make_unique<Owner>();
+      o = slot.get();
+    }
+    const std::string key = RecordKey(ns_, piece.owner, layer, piece.array, piece.chunk);
+    std::lock_guard lock(o->mu);
+    if (!o->it) {
+      o->upper = PutRangeEnd(ns_, piece.owner);
+      o->upper_slice = o->upper;
+      rocksdb::ReadOptions r = HotReadOptions();
+      r.iterate_upper_bound = &o->upper_slice;
+      r.pin_data = true;
+      o->it.reset(s_.db_->NewIterator(r, s_.cf_[kRecords]));
+      o->it->Seek(key);
+    } else if (!(o->it->Valid() && o->it->key() == rocksdb::Slice(key))) {
+      if (o->it->Valid() && o->it->key().compare(key) < 0) o->it->Next();
+      if (!(o->it->Valid() && o->it->key() == rocksdb::Slice(key))) o->it->Seek(key);
+    }
+    if (!o->it->Valid()) {
+      if (!o->it->status().ok()) return FromRocks(o->it->status(), "read a record");
+      return Status::NotFound("no record");
+    }
+    if (o->it->key() != rocksdb::Slice(key)) return Status::NotFound("no record");
+    // With pin_data the value stays where it is until the iterator goes
+    // (a plain Put's value in a pinned block or the memtable's arena).
+    *value = o->it->value();
+    return Status::Ok();
+  }
+
+ private:
+  struct Owner {
+    std::mutex mu;
+    std::string upper;
+    rocksdb::Slice upper_slice;
+    std::unique_ptr<rocksdb::Iterator> it;
+  };
+  DbStore& s_;
+  const NamespaceId ns_;
+  std::mutex mu_;
+  std::map<PutId, std::unique_ptr<Owner>> owners_;
+};
+
+class DbStore::LayerCursor final : public LayerReader {
+ public:
+  // `layer` is in `manifest` (OpenCursor checked).
+  LayerCursor(DbStore& s, NamespaceId ns, const Prefix& prefix, Manifest manifest, uint32_t layer,
+              ReadMode mode)
+      : s_(s),
+        ns_(ns),
+        prefix_(prefix),
+        m_(std::move(manifest)),
+        entry_(*m_.FindLayer(layer)),
+        pieces_(PlanPieces(m_, entry_)),
+        mode_(mode),
+        hasher_(m_, entry_),
+        records_(s, ns) {}
+
+  // Read-ahead in flight references this reader.
+  ~LayerCursor() override {
+    for (auto& pending : ahead_) pending.wait();
+  }
+
+  // Feeds the header to the layer digest; a layer that is only a header
+  // has its digest checked here.
+  Status Start() {
+    hasher_.Update(entry_.header);
+    if (!pieces_.empty()) return Status::Ok();
+    AUXSTORE_RETURN_IF_ERROR(CheckDigest());
+    if (!mode_.verify_only) s_.bytes_read_ += entry_.header.size();
+    return Status::Ok();
+  }
+
+  const LayerEntry& entry() const override { return entry_; }
+  std::span<const LayerPiece> pieces() const override { return pieces_; }
+  size_t next() const override { return next_; }
+
+  Result<LayerPiece> ReadInto(std::span<uint8_t> dst) override {
+    AUXSTORE_RETURN_IF_ERROR(CanRead());
+    const LayerPiece piece = pieces_[next_];
+    if (dst.size() < piece.bytes) {
+      return Status::OutOfRange("the destination holds " + std::to_string(dst.size()) +
+                                " bytes, piece " + std::to_string(next_) + " of layer " +
+                                std::to_string(entry_.layer) + " is " +
+                                std::to_string(piece.bytes));
+    }
+    AUXSTORE_RETURN_IF_ERROR(ReadNext(dst.first(piece.bytes)).status());
+    return piece;
+  }
+
+  Result<View> Read() override {
+    AUXSTORE_RETURN_IF_ERROR(CanRead());
+    const LayerPiece piece = pieces_[next_];
+    AUXSTORE_ASSIGN_OR_RETURN(ByteSpan bytes, ReadNext({}));
+    return View{piece, bytes};
+  }
+
+ private:
+  struct Fetched {
+    Status status;
+    rocksdb::Slice value;  // pinned by records_
+  };
+
+  Status CanRead() const {
+    if (!failed_.ok()) return failed_;
+    if (done()) {
+      return Status::OutOfRange("every piece of layer " + std::to_string(entry_.layer) + " of " +
+                                Where(ns_, prefix_) + " was read");
+    }
+    return Status::Ok();
+  }
+
+  // Checks piece next_'s record, copying its bytes to `copy_to` when not
+  // empty, and moves on; the digest is checked before the last one returns.
+  Result<ByteSpan> ReadNext(std::span<uint8_t> copy_to) {
+    const LayerPiece& piece = pieces_[next_];
+    Fetched f = Take();
+    Status st = std::move(f.status);
+    if (st.IsNotFound()) {
+      st = Status::Corruption("snapshot is torn: missing " + PieceWhere(piece));
+    } else if (!st.ok()) {
+      st = st.WithContext(PieceWhere(piece));
+    }
+    ByteSpan bytes;
+    if (st.ok()) {
+      const std::string key = RecordKey(ns_, piece.owner, entry_.layer, piece.array, piece.chunk);
+      auto checked = CheckChunkRecord(Bytes(key), Bytes(f.value),
+                                      {entry_.kind, piece.chunk_offset, piece.bytes, false},
+                                      &hasher_, copy_to);
+      if (checked.ok()) {
+        bytes = *checked;
+      } else {
+        st = checked.error().WithContext(PieceWhere(piece));
+      }
+    }
+    if (!st.ok()) return Fail(Damaged(std::move(st), &piece));
+    if (next_ + 1 == pieces_.size()) AUXSTORE_RETURN_IF_ERROR(CheckDigest());
+    ++next_;
+    if (!mode_.verify_only)
+      s_.bytes_read_ += bytes.size() + (next_ == 1 ? entry_.header.size() : 0);
+    return bytes;
+  }
+
+  // The record of piece next_: read ahead on the pool, or read here. Up to
+  // read_ahead pieces after it go on the pool first (the first piece is
+  // read here: small layers pay no hand-off).
+  Fetched Take() {
+    const size_t until = std::min(pieces_.size(), next_ + 1 + mode_.read_ahead);
+    if (posted_ <= next_) posted_ = next_ + 1;
+    for (; posted_ < until; ++posted_) {
+      ahead_.push_back(boost::asio::post(
+          s_.read_pool_, boost::asio::use_future([this, i = posted_] { return Fetch(i); })));
+    }
+    if (ahead_.empty() || posted_ - ahead_.size() > next_) return Fetch(next_);
+    Fetched f = ahead_.front().get();
+    ahead_.pop_front();
+    return f;
+  }
+
+  Fetched Fetch(size_t i) {
+    Fetched f;
+    f.status = records_.Read(entry_.layer, pieces_[i], &f.value);
+    return f;
+  }
+
+  Status CheckDigest() {
+    Status st = CheckLayerDigest(entry_, hasher_.Digest());
+    if (st.ok()) return st;
+    return Fail(Damaged(st.WithContext(Where(ns_, prefix_)), nullptr));
+  }
+
+  // The quarantine decision. A Corruption quarantines the snapshot (and,
+  // for a damaged record, every snapshot using it), unless the snapshot was
+  // erased or replaced while it was read: its records went with the
+  // writer, not damage, and that reads NotFound. Verify's reads decide the
+  // same and quarantine nothing.
+  Status Damaged(Status why, const LayerPiece* piece) {
+    if (!why.IsCorruption()) return why;
+    const std::string skey = SnapshotKey(ns_, prefix_);
+    const ManifestCheck same = SameManifest(skey, m_);
+    std::string now;
+    if (!s_.db_->Get(rocksdb::ReadOptions(), s_.cf_[kManifests], skey, &now).ok() || !same(now)) {
+      return Status::NotFound("snapshot of " + Where(ns_, prefix_) +
+                              " was erased or replaced while it was being read");
+    }
+    if (mode_.verify_only) return why;
+    if (piece) {
+      (void)s_.QuarantineRecord(ns_, piece->owner, entry_.layer, piece->array, piece->chunk, why);
+    }
+    (void)s_.QuarantineIf(ns_, prefix_, same, why);  // gone already after a record's quarantine
+    return why;
+  }
+
+  Status Fail(Status st) {
+    failed_ = st;
+    return st;
+  }
+
+  std::string PieceWhere(const LayerPiece& piece) const {
+    return "layer " + std::to_string(entry_.layer) + " array " + std::to_string(piece.array) +
+           " chunk " + std::to_string(piece.chunk) + " of put " + PutHex(piece.owner) + " (" +
+           Where(ns_, prefix_) + ")";
+  }
+
+  DbStore& s_;
+  const NamespaceId ns_;
+  const Prefix prefix_;
+  const Manifest m_;
+  const LayerEntry& entry_;  // in m_
+  const std::vector<LayerPiece> pieces_;
+  const ReadMode mode_;
+  LayerHasher hasher_;
+  PieceReader records_;
+  std::deque<std::future<Fetched>> ahead_;  // pieces [posted_ - size, posted_)
+  size_t next_ = 0;
+  size_t posted_ = 0;  // pieces below it are read or being read
+  Status failed_;
+};
+
+Result<std::unique_ptr<LayerReader>> DbStore::OpenCursor(NamespaceId ns, const Prefix& prefix,
+                                                         Manifest manifest, uint32_t layer,
+                                                         ReadMode mode) {
+  if (manifest.FindLayer(layer) == nullptr) {
+    return Status::NotFound("snapshot of " + Where(ns, prefix) + " has no layer " +
+                            std::to_string(layer));
+  }
+  auto cursor = std::make_unique<LayerCursor>(*this, ns, prefix, std::move(manifest), layer, mode);
+  AUXSTORE_RETURN_IF_ERROR(cursor->Start());
+  return std::unique_ptr<LayerReader>(std::move(cursor));
+}
+
+Result<std::unique_ptr<LayerReader>> DbStore::OpenLayer(NamespaceId ns, const Prefix& prefix,
+                                                        const Manifest& manifest, uint32_t layer) {
+  return OpenCursor(ns, prefix, manifest, layer, ReadMode{});
+}
+
+}  // namespace auxstore::store_internal

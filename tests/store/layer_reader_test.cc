@@ -1,0 +1,221 @@
+// The layer reader (include/auxstore/layer_reader.h): a layer's verified
+// bytes piece by piece, in order, and the quarantine decision made by the
+// reader itself, against real bytes damaged in a real store.
+#include "auxstore/layer_reader.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+#include "format/envelope.h"
+#include "store/bytes.h"
+#include "store/keys.h"
+#include "tests/store/record_damage.h"
+#include "tests/store/store_test_fixture.h"
+
+namespace auxstore {
+namespace {
+
+using testing::PrefixFromSeed;
+using testing::RandomBytes;
+namespace si = store_internal;
+
+constexpr uint32_t kChunk = 4096;
+constexpr uint32_t kBlock = 16;
+
+bool IsOutOfRange(const Status& s) { return s.code() == StatusCode::kOutOfRange; }
+
+class LayerReaderTest : public testing::StoreFixture {
+ protected:
+  void SetUp() override {
+    testing::StoreFixture::SetUp();
+    options_.chunk_bytes = kChunk;  // several pieces per layer
+    options_.background_maintenance = false;
+    Reopen();
+  }
+
+  std::unique_ptr<LayerReader> OpenReader(const Prefix& p, uint32_t layer) {
+    auto m = store_->GetManifest(ns_, p);
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    if (!m.ok()) return nullptr;
+    auto r = store_->OpenLayer(ns_, p, *m, layer);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? std::move(*r) : nullptr;
+  }
+
+  // Reads every piece into a blob-sized buffer, the header first, checking
+  // that the pieces come in blob order and tile the blob.
+  static std::vector<uint8_t> ReadAll(LayerReader& r) {
+    std::vector<uint8_t> out(r.entry().bytes, 0);
+    std::copy(r.entry().header.begin(), r.entry().header.end(), out.begin());
+    uint64_t at = r.entry().header.size();
+    while (!r.done()) {
+      const size_t before = r.next();
+      auto piece = r.ReadInto(std::span(out).subspan(at));
+      EXPECT_TRUE(piece.ok()) << piece.status().ToString();
+      if (!piece.ok()) return {};
+      EXPECT_EQ(piece->blob_offset, at) << "piece " << before << " out of order";
+      EXPECT_EQ(r.next(), before + 1);
+      at += piece->bytes;
+    }
+    EXPECT_EQ(at, r.entry().bytes);
+    return out;
+  }
+
+  // The key of chunk `chunk` of the opaque layer 0 of `p` (its one array).
+  std::string ChunkKey(const Prefix& p, uint32_t chunk) {
+    return si::RecordKey(ns_, store_->GetManifest(ns_, p)->put_id, 0, 0, chunk);
+  }
+};
+
+TEST_F(LayerReaderTest, YieldsEveryPieceInOrderWithTheExactBytes) {
+  const Prefix p = PrefixFromSeed(1);
+  const auto blob = PutOpaque(p, 5 * kChunk + 123, 1);
+  auto r = OpenReader(p, 0);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->pieces().size(), 6u);
+  EXPECT_EQ(ReadAll(*r), blob);
+  EXPECT_TRUE(r->done());
+  std::vector<uint8_t> room(kChunk);
+  EXPECT_TRUE(IsOutOfRange(r->ReadInto(room).status())) << "nothing is left to read";
+
+  // The same bytes as views, without a copy.
+  r = OpenReader(p, 0);
+  std::vector<uint8_t> viewed;
+  while (!r->done()) {
+    auto v = r->Read();
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    EXPECT_EQ(v->piece.blob_offset, viewed.size());
+    viewed.insert(viewed.end(), v->bytes.begin(), v->bytes.end());
+  }
+  EXPECT_EQ(viewed, blob);
+}
+
+TEST_F(LayerReaderTest, APagedLayerReadsItsPagesFromThePutsThatStoredThem) {
+  const NamespaceSpec spec = testing::TestSpec();
+  std::vector<uint32_t> tokens(128);
+  for (uint32_t t = 0; t < tokens.size(); ++t) tokens[t] = 1000 + t;
+  const auto keys = RandomBytes(tokens.size() * spec.qsa.hd * 2, 5);
+  auto put = [&](const Prefix& p, uint64_t n) {
+    auto blob =
+        EncodeQsaBlob(n, n / spec.qsa.ratio, ByteSpan(keys).first(n * spec.qsa.hd * 2), spec.qsa.hd)
+            .value();
+    const auto chain = PrefixHashes(std::span(tokens).first(n), kBlock, 0);
+    PutOptions o;
+    o.block_chain = chain;
+    o.block_size = kBlock;
+    LayerBlob l{0, Kind::kQsa, blob};
+    EXPECT_TRUE(store_->PutSnapshot(ns_, p, n, {&l, 1}, o).ok());
+    return blob;
+  };
+  put(PrefixFromSeed(1), 64);
+  const auto longer = put(PrefixFromSeed(2), 128);
+  auto r = OpenReader(PrefixFromSeed(2), 0);
+  ASSERT_TRUE(r);
+  std::set<PutId> owners;
+  for (const LayerPiece& piece : r->pieces()) owners.insert(piece.owner);
+  EXPECT_EQ(owners.size(), 2u) << "the shorter snapshot's put stored the first pages";
+  EXPECT_EQ(ReadAll(*r), longer);
+}
+
+TEST_F(LayerReaderTest, ADamagedPieceQuarantinesAndNeitherItNorTheLastIsYielded) {
+  const Prefix p = PrefixFromSeed(1), other = PrefixFromSeed(2);
+  PutOpaque(p, 4 * kChunk, 1);
+  const auto kept = PutOpaque(other, 2 * kChunk, 2);
+  const std::string key = ChunkKey(p, 2);
+  Close();
+  testing::RewriteRecord(path(), key, [](std::string* v) { (*v)[v->size() / 2] ^= 0x10; });
+  Open();
+  auto r = OpenReader(p, 0);
+  ASSERT_TRUE(r);
+  std::vector<uint8_t> dst(kChunk);
+  ASSERT_TRUE(r->ReadInto(dst).ok());
+  ASSERT_TRUE(r->ReadInto(dst).ok());
+  auto damaged = r->ReadInto(dst);
+  EXPECT_TRUE(damaged.status().IsCorruption()) << damaged.status().ToString();
+  EXPECT_NE(damaged.status().message().find("chunk 2"), std::string::npos)
+      << damaged.status().message();
+  EXPECT_EQ(r->next(), 2u) << "the damaged piece was not yielded";
+  auto again = r->ReadInto(dst);
+  EXPECT_TRUE(again.status().IsCorruption()) << "a spent reader yields nothing more";
+  EXPECT_EQ(r->next(), 2u);
+  EXPECT_EQ(store_->Stats().quarantines, 1u);
+  EXPECT_TRUE(store_->GetManifest(ns_, p).status().IsNotFound());
+  EXPECT_EQ(store_->GetLayer(ns_, other, 0).value(), kept) << "only the damaged snapshot goes";
+}
+
+TEST_F(LayerReaderTest, ADigestMismatchIsCaughtBeforeTheLastPiece) {
+  // Every record is intact on its own (a valid envelope under its own
+  // key), but one holds bytes the manifest never named.
+  const Prefix p = PrefixFromSeed(1);
+  PutOpaque(p, 3 * kChunk, 1);
+  const std::string key = ChunkKey(p, 1);
+  Close();
+  testing::RewriteRecord(path(), key, [&](std::string* v) {
+    std::string payload = v->substr(kEnvelopeHeaderBytes);
+    payload[7] ^= 0x01;
+    *v = EncodeEnvelope(si::Bytes(key), RecordKind::kOpaqueChunk, si::Bytes(payload));
+  });
+  Open();
+  auto r = OpenReader(p, 0);
+  ASSERT_TRUE(r);
+  std::vector<uint8_t> dst(kChunk);
+  EXPECT_TRUE(r->ReadInto(dst).ok());
+  EXPECT_TRUE(r->ReadInto(dst).ok()) << "the altered record verifies on its own";
+  auto last = r->ReadInto(dst);
+  EXPECT_TRUE(last.status().IsCorruption()) << last.status().ToString();
+  EXPECT_NE(last.status().message().find("digest"), std::string::npos) << last.status().message();
+  EXPECT_FALSE(r->done()) << "the last piece was not yielded";
+  EXPECT_EQ(store_->Stats().quarantines, 1u);
+  EXPECT_TRUE(store_->GetManifest(ns_, p).status().IsNotFound());
+}
+
+TEST_F(LayerReaderTest, ASnapshotReplacedWhileReadIsNotFoundAndNothingIsQuarantined) {
+  const Prefix p = PrefixFromSeed(1);
+  PutOpaque(p, 3 * kChunk, 1);
+  auto r = OpenReader(p, 0);
+  ASSERT_TRUE(r);
+  // A writer replaces the snapshot after the reader opened it: the records
+  // the reader's manifest names are gone.
+  ASSERT_TRUE(store_->Erase(ns_, p).ok());
+  const auto now = PutOpaque(p, 2 * kChunk, 2);
+  std::vector<uint8_t> dst(kChunk);
+  auto read = r->ReadInto(dst);
+  EXPECT_TRUE(read.status().IsNotFound()) << read.status().ToString();
+  EXPECT_EQ(store_->Stats().quarantines, 0u);
+  EXPECT_EQ(store_->GetLayer(ns_, p, 0).value(), now) << "the new snapshot is untouched";
+}
+
+TEST_F(LayerReaderTest, ADestinationTooSmallWritesNothingAndMovesNothing) {
+  const Prefix p = PrefixFromSeed(1);
+  const auto blob = PutOpaque(p, 2 * kChunk, 1);
+  auto r = OpenReader(p, 0);
+  ASSERT_TRUE(r);
+  std::vector<uint8_t> small(kChunk - 1, 0xee);
+  auto read = r->ReadInto(small);
+  EXPECT_TRUE(IsOutOfRange(read.status())) << read.status().ToString();
+  EXPECT_TRUE(std::all_of(small.begin(), small.end(), [](uint8_t b) { return b == 0xee; }));
+  EXPECT_EQ(r->next(), 0u);
+  EXPECT_EQ(ReadAll(*r), blob) << "the reader goes on once given room";
+
+  std::vector<uint8_t> whole(blob.size() - 1, 0xee);
+  EXPECT_TRUE(IsOutOfRange(store_->ReadLayerInto(ns_, p, 0, whole).status()));
+  EXPECT_TRUE(std::all_of(whole.begin(), whole.end(), [](uint8_t b) { return b == 0xee; }));
+}
+
+TEST_F(LayerReaderTest, AMissingLayerIsNotFoundAndAnEmptyLayerIsDoneAtOnce) {
+  const Prefix p = PrefixFromSeed(1);
+  PutOpaque(p, 0, 1);
+  auto m = store_->GetManifest(ns_, p);
+  ASSERT_TRUE(m.ok());
+  EXPECT_TRUE(store_->OpenLayer(ns_, p, *m, 7).status().IsNotFound());
+  auto r = OpenReader(p, 0);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->done());
+  EXPECT_TRUE(r->pieces().empty());
+}
+
+}  // namespace
+}  // namespace auxstore

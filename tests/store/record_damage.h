@@ -1,0 +1,37 @@
+// Damage to one record of a closed store, made through raw RocksDB (the
+// store's own column-family setup): the tests' way to put real altered
+// bytes where a read will meet them.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <rocksdb/db.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "store/rocks/rocks_options.h"
+
+namespace auxstore::testing {
+
+// Reads the record `key` of the closed store at `path`, lets `edit` change
+// its value, writes it back (synced).
+inline void RewriteRecord(const std::string& path, const std::string& key,
+                          const std::function<void(std::string*)>& edit) {
+  namespace si = store_internal;
+  si::RocksSetup setup = si::MakeRocksSetup();
+  std::vector<rocksdb::ColumnFamilyHandle*> cfs;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(setup.db, path, setup.cfs, &cfs, &raw).ok());
+  std::string value;
+  ASSERT_TRUE(raw->Get(rocksdb::ReadOptions(), cfs[si::kRecords], key, &value).ok());
+  edit(&value);
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  ASSERT_TRUE(raw->Put(wo, cfs[si::kRecords], key, value).ok());
+  for (auto* h : cfs) (void)raw->DestroyColumnFamilyHandle(h);
+  (void)raw->Close();
+  delete raw;
+}
+
+}  // namespace auxstore::testing
