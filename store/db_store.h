@@ -4,7 +4,10 @@
 // db_store_reclaim.cc (erase, quarantine, reclaiming unused puts),
 // db_store_read.cc (manifests, layers, lookups, listing),
 // db_store_maintenance.cc (index load, TTL, LRU, intents, recency),
-// db_store_verify.cc and db_store_compact.cc (the offline tools' work).
+// db_store_verify.cc (the Verifier: db_store_verifier.h) and
+// db_store_compact.cc (the offline tools' work). The paged data model (run
+// records, page index, refs, pins) is the page ledger's alone
+// (page_ledger.h; ledger_ below): every one of these files goes through it.
 #pragma once
 
 #include <rocksdb/db.h>

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "format/run_record.h"
@@ -46,7 +47,7 @@ RunRecord RunOf(const std::vector<Prefix>& chain, const std::vector<uint64_t>& h
 class PageLedgerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    setup_ = si::MakeRocksSetup();
+    setup_ = si::MakeRocksSetup(nullptr, [](const LogRecord&) {});  // quiet
     setup_.db.create_if_missing = true;
     setup_.db.create_missing_column_families = true;
     rocksdb::DB* raw = nullptr;
@@ -360,6 +361,31 @@ TEST_F(PageLedgerTest, RestoreDerivedWritesTheMissingRunRecordRefsAndPageEntries
                       &not_repaired, &changed)
                   .ok());
   EXPECT_FALSE(changed);
+}
+
+TEST_F(PageLedgerTest, APutSharingBesideTheOwnersRemovalNeverLosesAPageItCommitted) {
+  // Puts share the owner's pages while its own snapshot goes, at the same
+  // time: whatever the interleaving, every put that committed a ref to the
+  // owner finds it stored, and with no such put the owner is reclaimed.
+  const auto run = RunOf(chain_, hashes_);
+  Commit(chain_.back(), 1, &run);
+  std::vector<PutId> sharers;
+  std::thread remover([&] { EXPECT_TRUE(Release(1, {1}).size() <= 1); });
+  for (PutId put = 2; put < 40; ++put) {
+    auto shared = Share({hashes_});
+    ASSERT_TRUE(shared.ok());
+    if (shared->owners.count(1) == 0) continue;  // already reclaimed: nothing to share
+    Commit(PrefixFromSeed(put), put, nullptr, {1});
+    sharers.push_back(put);
+  }
+  remover.join();
+  EXPECT_EQ(ledger_->pins(), 0u);
+  if (!sharers.empty()) {
+    EXPECT_TRUE(HasRun(1)) << sharers.size() << " puts read it";
+    for (PutId put : sharers) Release(put, {1});
+  }
+  EXPECT_FALSE(HasRun(1)) << "the last ref gone, the owner goes";
+  EXPECT_EQ(PageEntries(), 0u);
 }
 
 }  // namespace
