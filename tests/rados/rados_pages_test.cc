@@ -101,7 +101,7 @@ TEST(RadosPages, TwoProcessesPuttingTheSamePagesStoreEachOnce) {
   // CLOCK_MONOTONIC (steady_clock) is one clock for every process here
   const auto start = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
   const std::string cmd =
-      std::string(AUXSTORE_RADOS_CHILD) + " '" + UriFor(ns).ToString() + "' 7 " +
+      std::string(AUXSTORE_RADOS_CHILD) + " pages '" + UriFor(ns).ToString() + "' 7 " +
       std::to_string(count) + " " + std::to_string(size) + " " +
       std::to_string(std::chrono::nanoseconds(start.time_since_epoch()).count());
   FILE* a = popen((cmd + " fwd").c_str(), "r");
