@@ -7,12 +7,14 @@
 
 #include "store/keys.h"
 #include "store/rocks/rocks_options.h"
+#include "tests/store/record_damage.h"
 #include "tests/store/store_test_fixture.h"
 
 namespace auxstore {
 namespace {
 
 using testing::PrefixFromSeed;
+using testing::RewriteRecord;
 using testing::StoreFixture;
 namespace si = store_internal;
 
@@ -24,23 +26,6 @@ class StoreCorruptionTest : public StoreFixture {
     return si::RecordKey(ns_, store_->GetManifest(ns_, p)->put_id, 0, 0, chunk);
   }
 };
-
-void RewriteRecord(const std::string& path, const std::string& key,
-                   const std::function<void(std::string*)>& edit) {
-  si::RocksSetup setup = si::MakeRocksSetup();
-  std::vector<rocksdb::ColumnFamilyHandle*> cfs;
-  rocksdb::DB* raw = nullptr;
-  ASSERT_TRUE(rocksdb::DB::Open(setup.db, path, setup.cfs, &cfs, &raw).ok());
-  std::string value;
-  ASSERT_TRUE(raw->Get(rocksdb::ReadOptions(), cfs[si::kRecords], key, &value).ok());
-  edit(&value);
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  ASSERT_TRUE(raw->Put(wo, cfs[si::kRecords], key, value).ok());
-  for (auto* h : cfs) (void)raw->DestroyColumnFamilyHandle(h);
-  (void)raw->Close();
-  delete raw;
-}
 
 TEST_F(StoreCorruptionTest, RecordAlteredThroughRawRocksDbIsCorruptionAndQuarantined) {
   const Prefix p = PrefixFromSeed(1);
