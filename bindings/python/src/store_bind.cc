@@ -47,20 +47,20 @@ void RegisterStoreLeases(StoreClass& store) {
         const uint64_t ns = ToU64(ns_arg, "ns");
         const uint64_t lease_ms = ToU64(lease_ms_arg, "lease_ms");
         const std::vector<Prefix> ps = ToPrefixes(prefixes);
-        std::vector<uint64_t> leases;
+        std::vector<uint64_t> leases(ps.size(), 0);
         py::gil_scoped_release release;
         s.With([&](auxstore_t* db) {
-          try {
-            for (const Prefix& p : ps) {
-              uint64_t l = 0;
-              Check([&](char** e) {
-                return auxstore_lease_acquire(db, ns, p.data(), lease_ms, &l, e);
-              });
-              leases.push_back(l);
-            }
-          } catch (...) {
-            for (uint64_t l : leases) (void)auxstore_lease_release(db, l, nullptr);
-            throw;
+          // One batched lookup + lease; all or none.
+          size_t leading = 0;
+          Check([&](char** e) {
+            return auxstore_lookup_leased(
+                db, ns, ps.empty() ? nullptr : reinterpret_cast<const uint8_t(*)[16]>(ps.data()),
+                ps.size(), lease_ms, leases.empty() ? nullptr : leases.data(), &leading, e);
+          });
+          if (leading < ps.size()) {
+            (void)auxstore_lease_release_many(db, leases.data(), leases.size(), nullptr, nullptr);
+            throw Error(AUXSTORE_NOT_FOUND,
+                        "acquire_leases: prefixes[" + std::to_string(leading) + "] is not stored");
           }
         });
         return leases;
