@@ -113,7 +113,6 @@ struct RunEntry {
   NamespaceId ns = 0;
   PutId put = 0;
   Result<RunRecord> run{Status::Corruption("not read")};  // Corruption: it does not decode
-  uint64_t value_bytes = 0;
 };
 struct RefEntry {
   bool malformed = false;

@@ -22,24 +22,6 @@
 
 namespace auxstore::store_internal {
 
-SharedChain& SharedChain::operator=(SharedChain&& o) noexcept {
-  if (this == &o) return *this;
-  Release();
-  layers = std::move(o.layers);
-  owners = std::move(o.owners);
-  ledger_ = std::exchange(o.ledger_, nullptr);
-  ns_ = o.ns_;
-  o.owners.clear();
-  return *this;
-}
-
-void SharedChain::Release() {
-  if (ledger_ != nullptr) {
-    for (const auto& [owner, bytes] : owners) ledger_->Unpin(ns_, owner);
-  }
-  ledger_ = nullptr;
-}
-
 std::string EncodePageRef(NamespaceId ns, uint32_t page_tokens, const Prefix& chain_hash,
                           PutId owner, uint32_t page) {
   std::string payload;

@@ -48,7 +48,6 @@ Status RocksPageLedger::ForEachRun(const Visit<RunEntry>& visit) {
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     RunEntry e;
     const std::string key = it->key().ToString();
-    e.value_bytes = it->value().size();
     e.malformed = !ParsePutKey(key, &e.ns, &e.put);
     if (!e.malformed) e.run = DecodeRunRecordValue(key, Bytes(it->value()));
     if (!visit(e)) return Status::Ok();
