@@ -191,7 +191,7 @@ Status WriteNewestVersions(FamilyRewrite& f, std::vector<rocksdb::LiveFileMetaDa
     AUXSTORE_RETURN_IF_ERROR(WalkTable(path, on_entry, &walk));
     if (damaged) {
       f.lines->push_back("table file " + name + " of " + f.name + " could not be opened (" +
-                         f.damaged[name] + "); read without its index: " + walk.Describe() +
+                         f.damaged[name] + "); read without RocksDB: " + walk.Describe() +
                          "; the damaged file is kept at " + path);
     } else if (!walk.Complete()) {
       return Status::Corruption("the table file " + name + " of " + f.name +

@@ -46,9 +46,36 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+// The data block handles of a verified index block (binary search index,
+// restart interval 1: each restart point is an entry whose value is a whole
+// handle; from format 4 on, an entry has no value length). Empty when it
+// does not parse.
+std::vector<Handle> DataBlockHandles(const std::vector<uint8_t>& index, uint32_t format_version) {
+  std::vector<Handle> out;
+  if (index.size() < 4) return out;
+  const uint8_t* const base = index.data();
+  const uint32_t restarts = Fixed32(base + index.size() - 4) & 0x7fffffffu;
+  if (uint64_t{restarts} * 4 + 4 > index.size()) return out;
+  const uint8_t* const end = base + index.size() - 4 - uint64_t{restarts} * 4;
+  for (uint32_t i = 0; i < restarts; ++i) {
+    const uint32_t at = Fixed32(end + 4 * uint64_t{i});
+    if (at >= uint64_t(end - base)) return {};
+    const uint8_t* p = base + at;
+    auto shared = Varint(&p, end);
+    auto non_shared = shared ? Varint(&p, end) : std::nullopt;
+    if (format_version < 4 && non_shared && !Varint(&p, end)) return {};  // the value length
+    if (!non_shared || *shared != 0 || *non_shared > uint64_t(end - p)) return {};
+    p += *non_shared;
+    auto h = DecodeHandle(&p, end);
+    if (!h) return {};
+    out.push_back(*h);
+  }
+  return out;
+}
+
 // Where the data blocks end and what the verified meta blocks say; every
 // part is optional (a damaged footer or metaindex leaves it unknown).
-void ReadMeta(const std::string& path, TableWalk* out) {
+void ReadMeta(const std::string& path, TableWalk* out, std::vector<Handle>* data_blocks) {
   TableFile file(path);
   if (!file.Open().ok()) return;
   auto footer = ReadFooter(file);
@@ -56,10 +83,10 @@ void ReadMeta(const std::string& path, TableWalk* out) {
   out->data_end = std::min(footer->index.offset, footer->metaindex.offset);
   std::vector<uint8_t> meta, block;
   uint8_t compression = 0;
-  // The index's restart interval is 1: its restart count is its entry count.
   if (file.ReadVerifiedBlock(footer->index, "index", &block, &compression).ok() &&
-      block.size() >= 4) {
-    out->expected_blocks = Fixed32(block.data() + block.size() - 4) & 0x7fffffffu;
+      compression == kNoCompression) {
+    *data_blocks = DataBlockHandles(block, footer->format_version);
+    if (!data_blocks->empty()) out->expected_blocks = data_blocks->size();
   }
   if (!file.ReadVerifiedBlock(footer->metaindex, "metaindex", &meta, &compression).ok()) return;
   std::vector<BlockEntry> handles;
@@ -139,6 +166,7 @@ bool InOrder(std::string_view a_user, uint64_t a_seq, std::string_view b_user, u
 
 bool TableWalk::Complete() const {
   if (!reached_data_end || !range_tombstones_known) return false;
+  if (damaged_blocks > 0) return false;
   if (expected_entries) return entries + expected_range_deletions.value_or(0) == *expected_entries;
   return expected_blocks && blocks == *expected_blocks;
 }
@@ -159,64 +187,122 @@ std::string TableWalk::Describe() const {
   return s;
 }
 
-Status WalkTable(const std::string& path, const std::function<Status(const TableEntry&)>& on_entry,
-                 TableWalk* out) {
-  *out = TableWalk();
-  ReadMeta(path, out);
-  MappedFile file;
-  AUXSTORE_RETURN_IF_ERROR(file.Map(path));
-  const size_t limit = out->data_end ? std::min<size_t>(*out->data_end, file.size()) : file.size();
-  size_t at = 0;
-  std::string last_user;
-  uint64_t last_seq = 0;
-  bool have_last = false;
-  while (at < limit) {
-    auto size = FindBlockEnd(file.data(), at, limit);
+namespace {
+
+// Hands the entries of verified blocks to the callback, as long as they are
+// data block entries in table order.
+class Emitter {
+ public:
+  Emitter(const std::function<Status(const TableEntry&)>& on_entry, TableWalk* out)
+      : on_entry_(on_entry), out_(out) {}
+
+  // False when the block is not a data block of this table (the index,
+  // read as one after a damaged footer): its keys are not internal keys in
+  // order. Nothing of such a block is emitted.
+  Result<bool> Block(const uint8_t* data, size_t size) {
     std::vector<BlockEntry> entries;
-    if (!size || !ParseBlock(file.data() + at, *size, &entries).ok()) break;
-    // A verified block that is not a data block (the index, after a
-    // damaged footer): its keys are not internal keys in order.
-    bool data_block = true;
+    if (!ParseBlock(data, size, &entries).ok()) return false;
+    std::string last_user = last_user_;
+    uint64_t last_seq = last_seq_;
+    bool have_last = have_last_;
     for (const BlockEntry& e : entries) {
       const size_t n = e.key.size();
-      const uint64_t packed =
-          n >= 8 ? Fixed64(reinterpret_cast<const uint8_t*>(e.key.data()) + n - 8) : 0;
-      const uint8_t type = static_cast<uint8_t>(packed & 0xff);
-      if (n < 8 || (type != kTypeValue && type != kTypeDeletion && type != kTypeSingleDeletion) ||
-          (have_last &&
-           !InOrder(last_user, last_seq, std::string_view(e.key).substr(0, n - 8), packed >> 8))) {
-        data_block = false;
-        break;
+      if (n < 8) return false;
+      const uint64_t packed = Fixed64(reinterpret_cast<const uint8_t*>(e.key.data()) + n - 8);
+      const auto type = static_cast<uint8_t>(packed & 0xff);
+      const std::string_view user = std::string_view(e.key).substr(0, n - 8);
+      if ((type != kTypeValue && type != kTypeDeletion && type != kTypeSingleDeletion) ||
+          (have_last && !InOrder(last_user, last_seq, user, packed >> 8))) {
+        return false;
       }
-      last_user.assign(e.key, 0, n - 8);
+      last_user.assign(user);
       last_seq = packed >> 8;
       have_last = true;
     }
-    if (!data_block) break;
     for (const BlockEntry& e : entries) {
       const size_t n = e.key.size();
       const uint64_t packed = Fixed64(reinterpret_cast<const uint8_t*>(e.key.data()) + n - 8);
       TableEntry t{std::string_view(e.key).substr(0, n - 8), packed >> 8,
                    static_cast<uint8_t>(packed & 0xff), e.value};
-      AUXSTORE_RETURN_IF_ERROR(on_entry(t));
-      ++out->entries;
+      AUXSTORE_RETURN_IF_ERROR(on_entry_(t));
+      ++out_->entries;
     }
-    ++out->blocks;
+    last_user_ = std::move(last_user);
+    last_seq_ = last_seq;
+    have_last_ = have_last;
+    ++out_->blocks;
+    return true;
+  }
+
+ private:
+  const std::function<Status(const TableEntry&)>& on_entry_;
+  TableWalk* out_;
+  std::string last_user_;
+  uint64_t last_seq_ = 0;
+  bool have_last_ = false;
+};
+
+// The data blocks the index names: a damaged one is skipped, the rest read.
+Status WalkByIndex(const MappedFile& file, const std::vector<Handle>& blocks, Emitter& emit,
+                   TableWalk* out) {
+  std::string skipped;
+  for (const Handle& h : blocks) {
+    const bool inside = h.offset <= file.size() && h.size <= file.size() - h.offset &&
+                        file.size() - h.offset - h.size >= kBlockTrailerBytes;
+    bool read = false;
+    if (inside && BlockVerifies(file.data() + h.offset, h.size)) {
+      AUXSTORE_ASSIGN_OR_RETURN(read, emit.Block(file.data() + h.offset, h.size));
+    }
+    if (read) continue;
+    ++out->damaged_blocks;
+    if (out->damaged_blocks <= 3) skipped += " " + std::to_string(h.offset);
+  }
+  out->stopped_at = out->data_end.value_or(0);
+  out->reached_data_end = true;
+  if (out->damaged_blocks > 0) {
+    out->stop_reason = std::to_string(out->damaged_blocks) +
+                       " damaged data blocks skipped (at offsets" + skipped +
+                       (out->damaged_blocks > 3 ? " ...)" : ")");
+  }
+  return Status::Ok();
+}
+
+// No index to go by: the blocks one after the other from offset 0, until
+// one does not verify.
+Status WalkInSequence(const MappedFile& file, Emitter& emit, TableWalk* out) {
+  const size_t limit = out->data_end ? std::min<size_t>(*out->data_end, file.size()) : file.size();
+  size_t at = 0;
+  while (at < limit) {
+    auto size = FindBlockEnd(file.data(), at, limit);
+    if (!size) break;
+    AUXSTORE_ASSIGN_OR_RETURN(bool read, emit.Block(file.data() + at, *size));
+    if (!read) break;
     at += *size + kBlockTrailerBytes;
   }
   out->stopped_at = at;
-  // The index counts the data blocks when the metaindex, which says where
-  // the filter after them starts, is damaged.
-  out->reached_data_end = (out->data_end && at == *out->data_end) ||
-                          (out->expected_blocks && out->blocks == *out->expected_blocks);
+  out->reached_data_end = out->data_end && at == *out->data_end;
   if (!out->reached_data_end) {
     out->stop_reason =
         "no verified data block at offset " + std::to_string(at) +
-        (out->data_end ? " (the data blocks end at " + std::to_string(*out->data_end) + ")"
-                       : " (the footer is unreadable: where the data ends is "
-                         "unknown)");
+        (out->data_end ? " (the data blocks end at " + std::to_string(*out->data_end) +
+                             "; the index, which would let the walk skip it, is unreadable)"
+                       : " (the footer is unreadable: where the data ends is unknown)");
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status WalkTable(const std::string& path, const std::function<Status(const TableEntry&)>& on_entry,
+                 TableWalk* out) {
+  *out = TableWalk();
+  std::vector<Handle> data_blocks;
+  ReadMeta(path, out, &data_blocks);
+  MappedFile file;
+  AUXSTORE_RETURN_IF_ERROR(file.Map(path));
+  Emitter emit(on_entry, out);
+  if (!data_blocks.empty()) return WalkByIndex(file, data_blocks, emit, out);
+  return WalkInSequence(file, emit, out);
 }
 
 }  // namespace auxstore::store_internal

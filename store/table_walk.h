@@ -1,8 +1,10 @@
-// Every entry of a table file, read without RocksDB and without the file's
-// index: the data blocks of a block-based table come first, back to back,
-// each followed by its 5-byte trailer, so they are walked from offset 0, a
-// block's end found where its restart array and a matching XXH3 trailer
-// are. Only verified blocks are parsed. This reads a table whose footer,
+// Every entry of a table file, read without RocksDB: the data blocks the
+// index block names when it verifies (a damaged data block is then skipped),
+// and otherwise without the index: the data blocks of a block-based table
+// come first, back to back, each followed by its 5-byte trailer, so they
+// are walked from offset 0, a block's end found where its restart array and
+// a matching XXH3 trailer are (the walk ends at a damaged one). Only
+// verified blocks are parsed. This reads a table whose footer,
 // index, metaindex or properties block is damaged (RocksDB refuses to open
 // it, and with it the whole store: refused_open_repair.h) as well as an
 // intact one (then the walk must account for every entry the table's
@@ -38,9 +40,10 @@ struct RangeTombstone {
 };
 
 struct TableWalk {
-  uint64_t entries = 0;     // point entries handed to the callback
-  uint64_t blocks = 0;      // data blocks verified and read
-  uint64_t stopped_at = 0;  // the offset the walk ended at
+  uint64_t entries = 0;         // point entries handed to the callback
+  uint64_t blocks = 0;          // data blocks verified and read
+  uint64_t damaged_blocks = 0;  // data blocks the index names that did not verify
+  uint64_t stopped_at = 0;      // the offset the walk ended at
   // Where the data blocks end, from the footer and metaindex (the first
   // block after them), when those verify; and whether the walk got there.
   std::optional<uint64_t> data_end;

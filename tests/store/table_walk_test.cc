@@ -129,19 +129,40 @@ TEST(TableWalkTest, ReadsEveryDataBlockWhenAMetaBlockIsDamaged) {
   }
 }
 
-TEST(TableWalkTest, StopsAtADamagedDataBlockAndKeepsWhatCameBefore) {
+void ExpectOnlyTrueValues(const Walked& w) {
+  for (const auto& [key, value] : w.values) {
+    EXPECT_EQ(value, ValueOf(std::stoi(key.substr(3)))) << key;
+  }
+}
+
+TEST(TableWalkTest, SkipsADamagedDataBlockTheIndexNames) {
   testing::TempDir dir;
   const std::string file = dir.Sub("t.sst");
   WriteTable(file);
+  const TableWalk intact = Walk(file).walk;
   FlipByte(file, 6000);  // inside the second 4 KiB data block
+  const Walked w = Walk(file);
+  EXPECT_FALSE(w.walk.Complete());
+  EXPECT_EQ(w.walk.damaged_blocks, 1u);
+  EXPECT_EQ(w.walk.blocks, intact.blocks - 1);
+  EXPECT_TRUE(w.values.count(KeyOf(1)) && w.values.count(KeyOf(398))) << "before and after it";
+  EXPECT_LT(w.values.size() + w.deleted.size(), 400u);
+  ExpectOnlyTrueValues(w);
+}
+
+TEST(TableWalkTest, StopsAtADamagedDataBlockWhenTheIndexIsDamagedToo) {
+  testing::TempDir dir;
+  const std::string file = dir.Sub("t.sst");
+  WriteTable(file);
+  const TableWalk intact = Walk(file).walk;
+  FlipByte(file, SizeOf(file) - 1);  // the footer's magic: no index to go by
+  FlipByte(file, 6000);
   const Walked w = Walk(file);
   EXPECT_FALSE(w.walk.Complete());
   EXPECT_FALSE(w.walk.stop_reason.empty());
   EXPECT_GT(w.values.size(), 0u);
-  EXPECT_LT(w.values.size() + w.deleted.size(), 400u);
-  for (const auto& [key, value] : w.values) {
-    EXPECT_EQ(value, ValueOf(std::stoi(key.substr(3)))) << key;
-  }
+  EXPECT_LT(w.walk.blocks, intact.blocks - 1);
+  ExpectOnlyTrueValues(w);
 }
 
 }  // namespace
