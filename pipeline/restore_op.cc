@@ -301,7 +301,7 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
   void StreamPiece(size_t li) {
     Layer& l = layers_[li];
     if (l.reader->done()) {
-      l.reader.reset();  // its pinned blocks go now, not with the restore
+      l.reader.reset();  // its iterators go now, not with the restore
       Status st = LayerEnqueued(li);
       if (!st.ok()) {
         Fail(st);

@@ -218,7 +218,8 @@ class DbStore final : public Store {
   class LayerCursor;
   struct ReadMode {
     // Pieces read ahead on read_pool_ while the caller verifies the ones
-    // before (ReadLayer's streaming); 0: each read where it is asked for.
+    // before (ReadLayer's streaming; every block read then stays pinned
+    // until the reader goes); 0: each read where it is asked for.
     size_t read_ahead = 0;
     // Verify's reads: damage is decided as always, but nothing is
     // quarantined and nothing counted in Stats::bytes_read.

@@ -32,15 +32,17 @@ std::string Where(NamespaceId ns, const Prefix& prefix) {
 
 // The records of one layer read piece by piece: one iterator per owner put,
 // kept across its pieces (they ascend through its key range, so most are
-// the next record or a short seek away in a block already read), its
-// blocks pinned so each value read stays valid until the reader goes. A
-// paged layer reads from many owners in turn; a fresh iterator per piece
-// cost more than the read itself (bench/RESULTS.md, chains). Read-ahead
-// reads pieces of different owners on pool threads at once: each owner has
-// its own lock.
+// the next record or a short seek away in a block already read). A paged
+// layer reads from many owners in turn; a fresh iterator per piece cost
+// more than the read itself (bench/RESULTS.md, chains). A value read stays
+// valid until its owner's iterator moves on; with `pin` (read-ahead, where
+// the iterator moves on while the caller still verifies the value) until
+// the reader goes, every block read held meanwhile. Read-ahead reads
+// pieces of different owners on pool threads at once: each owner has its
+// own lock.
 class DbStore::PieceReader {
  public:
-  PieceReader(DbStore& s, NamespaceId ns) : s_(s), ns_(ns) {}
+  PieceReader(DbStore& s, NamespaceId ns, bool pin) : s_(s), ns_(ns), pin_(pin) {}
 
   // The record of `piece` (of layer `layer`): NotFound when absent.
   Status Read(uint32_t layer, const LayerPiece& piece, rocksdb::Slice* value) {
@@ -58,7 +60,7 @@ class DbStore::PieceReader {
       o->upper_slice = o->upper;
       rocksdb::ReadOptions r = HotReadOptions();
       r.iterate_upper_bound = &o->upper_slice;
-      r.pin_data = true;
+      r.pin_data = pin_;
       o->it.reset(s_.db_->NewIterator(r, s_.cf_[kRecords]));
       o->it->Seek(key);
     } else if (!(o->it->Valid() && o->it->key() == rocksdb::Slice(key))) {
@@ -70,8 +72,8 @@ class DbStore::PieceReader {
       return Status::NotFound("no record");
     }
     if (o->it->key() != rocksdb::Slice(key)) return Status::NotFound("no record");
-    // With pin_data the value stays where it is until the iterator goes
-    // (a plain Put's value in a pinned block or the memtable's arena).
+    // The value stays where it is, in RocksDB's block buffer or the
+    // memtable's arena (with pin_data until the iterator goes).
     *value = o->it->value();
     return Status::Ok();
   }
@@ -85,6 +87,7 @@ class DbStore::PieceReader {
   };
   DbStore& s_;
   const NamespaceId ns_;
+  const bool pin_;
   std::mutex mu_;
   std::map<PutId, std::unique_ptr<Owner>> owners_;
 };
@@ -102,7 +105,7 @@ class DbStore::LayerCursor final : public LayerReader {
         pieces_(PlanPieces(m_, entry_)),
         mode_(mode),
         hasher_(m_, entry_),
-        records_(s, ns) {}
+        records_(s, ns, /*pin=*/mode.read_ahead > 0) {}
 
   // Read-ahead in flight references this reader.
   ~LayerCursor() override {
@@ -146,7 +149,7 @@ class DbStore::LayerCursor final : public LayerReader {
  private:
   struct Fetched {
     Status status;
-    rocksdb::Slice value;  // pinned by records_
+    rocksdb::Slice value;  // held by records_
   };
 
   Status CanRead() const {

@@ -57,7 +57,7 @@ class LayerReader {
   virtual Result<LayerPiece> ReadInto(std::span<uint8_t> dst) = 0;
 
   // The next piece without a copy: its verified bytes, a view into RocksDB's
-  // block that stays valid until the reader is destroyed.
+  // block that stays valid until the next read or the reader's destruction.
   struct View {
     LayerPiece piece;
     ByteSpan bytes;
