@@ -30,7 +30,9 @@ Result<RepairReport> RepairStoreAt(const std::string& path, bool accept_data_los
   o.accept_data_loss = accept_data_loss;
   auto store = Store::Open(o, path);
   std::vector<std::string> set_aside;
+  std::string refusal;
   if (!store.ok() && store.error().IsCorruption()) {
+    refusal = store.error().message();
     // RocksDB refuses a store whose live table file cannot be opened: set
     // it aside and rewrite around it, then open again (refused_open_repair.h).
     auto lines = store_internal::RepairUnopenableTables(path, o.log_sink, o.log_level);
@@ -51,7 +53,12 @@ Result<RepairReport> RepairStoreAt(const std::string& path, bool accept_data_los
   }
   AUXSTORE_ASSIGN_OR_RETURN(*report, (*store)->Verify(options));
   AUXSTORE_ASSIGN_OR_RETURN(RepairReport repaired, (*store)->Repair(*report));
-  repaired.tables_set_aside = std::move(set_aside);
+  if (!set_aside.empty()) {
+    // The damage the refusal was, found (and repaired): reported like any
+    // other, so the verification is not clean (exit 1 in the CLI).
+    report->store_problems.insert(report->store_problems.begin(), refusal);
+    repaired.tables_set_aside = std::move(set_aside);
+  }
   return repaired;
 }
 

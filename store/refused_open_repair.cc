@@ -257,7 +257,14 @@ Result<std::vector<std::string>> RewriteAround(const std::string& dir,
                                                const std::vector<Unopenable>& files,
                                                const LogSink& log_sink, LogLevel log_level) {
   RawDb raw;
-  raw.setup = MakeRocksSetup(nullptr, log_sink, log_level);
+  // RocksDB logs, as an error, each table it cannot open: here that is the
+  // point, and the report says it once per file.
+  LogSink quiet = [log_sink](const LogRecord& r) {
+    if (r.message.find("Unable to load table properties") == std::string_view::npos) {
+      Deliver(log_sink, r);
+    }
+  };
+  raw.setup = MakeRocksSetup(nullptr, quiet, log_level);
   AUXSTORE_RETURN_IF_ERROR(OpenRaw(dir, &raw));
   std::vector<rocksdb::LiveFileMetaData> live;
   raw.db->GetLiveFilesMetaData(&live);

@@ -11,7 +11,8 @@
 // parts located from the file's own footer); then, with real processes: a
 // read-only child (C ABI) is refused, with a message naming the file and
 // `verify --repair`; `auxstore verify` exits 1; `auxstore verify --repair`
-// exits 0 and names the file it set aside (kept in auxstore-damaged/);
+// exits 1 (corruption found), reports the refusal and names the file it set
+// aside (kept in auxstore-damaged/);
 // `verify` exits 0; every snapshot the repair did not name reads back
 // exact; erasing everything (`compact --drop-ns`) brings the store back to
 // an empty store's size, and `verify` still exits 0.
@@ -190,8 +191,10 @@ void DamageAndRepair(const std::string& cf, Part part) {
   EXPECT_FALSE(Json(v1)["store_problems"].empty());
 
   ProcResult rep = RunCli({"verify", "--repair", "--json", dir});
-  ASSERT_TRUE(rep.Exited(0)) << "repair " << rep.Describe() << "\n"
+  // Exit 1: corruption was found, also when the repair fixed it (docs/cli.md).
+  ASSERT_TRUE(rep.Exited(1)) << "repair " << rep.Describe() << "\n"
                              << rep.out.substr(0, 2000) << rep.ErrTail();
+  EXPECT_FALSE(Json(rep)["store_problems"].empty()) << "the refusal is not reported";
   const nlohmann::json rj = Json(rep)["repair"];
   std::set<std::string> removed;
   for (const auto& c : rj["removed"]) removed.insert(c.value("prefix", ""));
