@@ -7,8 +7,9 @@
 
 namespace auxstore::rados {
 
-// Submits operations 0..n-1, at most `window` in flight, and hands each one's
-// result to `finish` in submission order. `start(i, c)` submits operation i on
+// Submits operations 0..n-1, at most `window` in flight (a new one as soon as
+// any completes), and hands each one's result to `finish` on the calling
+// thread, in completion order. `start(i, c)` submits operation i on
 // completion `c` and returns the submit's rc (negative: the operation never
 // started, and finish sees that rc). `finish(i, rc, c)` gets the completion's
 // return value; `c` is released after it returns. Everything `start` hands to
