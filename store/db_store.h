@@ -69,8 +69,7 @@ class DbStore final : public Store {
   Result<std::vector<uint8_t>> GetLayer(NamespaceId ns, const Prefix& prefix,
                                         uint32_t layer) override;
   Result<std::unique_ptr<LayerReader>> OpenLayer(NamespaceId ns, const Prefix& prefix,
-                                                 const Manifest& manifest,
-                                                 uint32_t layer) override;
+                                                 const Manifest& manifest, uint32_t layer) override;
   Status Quarantine(NamespaceId ns, const Prefix& prefix, const Status& why) override;
   Status QuarantineIfUnchanged(NamespaceId ns, const Prefix& prefix, const Manifest& seen,
                                const Status& why) override;
@@ -228,8 +227,7 @@ class DbStore final : public Store {
   // NotFound when `manifest` has no layer `layer`; a header-only layer's
   // digest is checked here.
   Result<std::unique_ptr<LayerReader>> OpenCursor(NamespaceId ns, const Prefix& prefix,
-                                                  Manifest manifest, uint32_t layer,
-                                                  ReadMode mode);
+                                                  Manifest manifest, uint32_t layer, ReadMode mode);
   void Touch(NamespaceId ns, const Prefix& prefix);
   // Quarantines the snapshot if its stored manifest value still passes
   // `still_same` (null: any) and returns `why`; returns NotFound when it was
