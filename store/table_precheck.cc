@@ -77,10 +77,11 @@ std::string RepairHint(const std::string& dir, const std::string& table_file) {
 }
 
 std::string RepairHintFor(const std::string& dir, const std::string& message) {
-  static const std::regex kTableFile(R"((\d{6,})\.sst)");
+  // A missing table is named with RocksDB's fallback suffix (.ldb).
+  static const std::regex kTableFile(R"((\d{6,})\.(sst|ldb))");
   std::smatch m;
   if (!std::regex_search(message, m, kTableFile)) return "";
-  return RepairHint(dir, m.str());
+  return RepairHint(dir, m[1].str() + ".sst");
 }
 
 Status CheckTablePropertiesBlocks(const std::string& dir) {

@@ -6,27 +6,32 @@
 // (runs, refs, pages, records, manifests).
 //
 // The reference store (48 battery snapshots, the odd seeds chained turns
-// sharing pages) is written in-process and closed cleanly. Each case, on a
+// sharing pages; then, in a second session, 4 of them erased and 4 more
+// put) is written in-process and closed cleanly. Each case, on a
 // copy: one byte flipped in one part of the largest SST of one family (the
 // parts located from the file's own footer); then, with real processes: a
 // read-only child (C ABI) is refused, with a message naming the file and
 // `verify --repair`; `auxstore verify` exits 1; `auxstore verify --repair`
 // exits 1 (corruption found), reports the refusal and names the file it set
-// aside (kept in auxstore-damaged/);
-// `verify` exits 0; every snapshot the repair did not name reads back
-// exact; erasing everything (`compact --drop-ns`) brings the store back to
-// an empty store's size, and `verify` still exits 0.
+// aside (kept in auxstore-damaged/); `verify` exits 0; every snapshot the
+// repair did not name reads back exact, and no erased one comes back;
+// erasing everything (`compact --drop-ns`) brings the store back to an
+// empty store's size, and `verify` still exits 0. Then: three families
+// damaged at once, and a repair interrupted after it set the table aside.
 #include <gtest/gtest.h>
 #include <rocksdb/options.h>
 #include <rocksdb/sst_file_reader.h>
 #include <rocksdb/table_properties.h>
+#include <sys/stat.h>
 
 #include <cinttypes>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "auxstore/store.h"
@@ -36,7 +41,11 @@
 namespace auxstore::trust {
 namespace {
 
-constexpr uint64_t kSnapshots = 48;
+constexpr uint64_t kSnapshots = 52;
+// Erased in a second session, after seeds 1-48 are in SSTs: their
+// deletions lie in newer tables than their values, which the rewrite must
+// keep hiding them.
+const std::set<uint64_t> kErased = {5, 9, 12, 20};
 constexpr const char* kDamagedDir = "auxstore-damaged";
 
 struct Reference {
@@ -70,13 +79,30 @@ const Reference& Ref() {
       char hex[17];
       std::snprintf(hex, sizeof hex, "%016" PRIx64, static_cast<uint64_t>(*ns));
       r->ns_hex = hex;
-      for (uint64_t seed = 1; seed <= kSnapshots; ++seed) {
+      for (uint64_t seed = 1; seed <= 48; ++seed) {
         const SnapshotSpec spec = *MakeProfile("battery", seed);
         Status p =
             (*s)->PutSnapshot(*ns, spec.prefix, spec.token_count, spec.blobs(), spec.put_options());
         EXPECT_TRUE(p.ok()) << p.ToString();
       }
     }  // a clean close: everything in SSTs
+    {
+      Options o;
+      o.background_maintenance = false;
+      auto s = Store::Open(o, r->dir);
+      EXPECT_TRUE(s.ok()) << s.status().ToString();
+      auto ns = (*s)->RegisterNamespace(BatterySpec());
+      EXPECT_TRUE(ns.ok());
+      for (uint64_t seed : kErased) {
+        EXPECT_TRUE((*s)->Erase(*ns, testing::PrefixFromSeed(seed)).ok()) << seed;
+      }
+      for (uint64_t seed = 49; seed <= kSnapshots; ++seed) {
+        const SnapshotSpec spec = *MakeProfile("battery", seed);
+        Status p =
+            (*s)->PutSnapshot(*ns, spec.prefix, spec.token_count, spec.blobs(), spec.put_options());
+        EXPECT_TRUE(p.ok()) << p.ToString();
+      }
+    }
     const std::string empty = root.Sub("empty");
     {
       Options o;
@@ -167,23 +193,18 @@ nlohmann::json Json(const ProcResult& r) {
   return j;
 }
 
-void DamageAndRepair(const std::string& cf, Part part) {
+// `damaged`: the table files damaged (name -> size), in place or already
+// set aside by an interrupted repair. From the refused open to an empty store.
+void RepairAndCheck(const std::string& dir, const std::string& what,
+                    const std::map<std::string, uint64_t>& damaged) {
   const Reference& ref = Ref();
-  ScratchDir root("refused-open");
-  const std::string dir = root.Sub("store");
-  std::string why;
-  ASSERT_TRUE(CopyTree(ref.dir, dir, &why)) << why;
-  const std::string sst = LargestSst(dir, cf);
-  ASSERT_FALSE(sst.empty()) << "no SST of " << cf;
-  const uint64_t sst_bytes = FileSize(dir + "/" + sst);
-  const uint64_t at = OffsetOf(dir + "/" + sst, part);
-  FlipByte(dir + "/" + sst, at);
-  std::printf("%s: flipped byte %llu (%s) of %s\n", cf.c_str(), (unsigned long long)at,
-              PartName(part), sst.c_str());
-
   const ReadReport before = ReadAll(dir);
-  ASSERT_FALSE(before.opened) << "the store opened with a damaged " << PartName(part);
-  EXPECT_NE(before.open_message.find(sst), std::string::npos) << before.open_message;
+  ASSERT_FALSE(before.opened) << "the store opened with " << what;
+  bool names_one = false;
+  for (const auto& [sst, bytes] : damaged) {
+    names_one |= before.open_message.find(sst.substr(0, sst.find('.'))) != std::string::npos;
+  }
+  EXPECT_TRUE(names_one) << before.open_message;
   EXPECT_NE(before.open_message.find("verify --repair"), std::string::npos) << before.open_message;
 
   ProcResult v1 = RunCli({"verify", "--json", dir});
@@ -198,14 +219,18 @@ void DamageAndRepair(const std::string& cf, Part part) {
   const nlohmann::json rj = Json(rep)["repair"];
   std::set<std::string> removed;
   for (const auto& c : rj["removed"]) removed.insert(c.value("prefix", ""));
-  bool named = false;
   for (const auto& line : rj["tables_set_aside"]) {
-    named |= line.get<std::string>().find(sst) != std::string::npos;
     std::printf("  set aside: %s\n", line.get<std::string>().c_str());
   }
-  EXPECT_TRUE(named) << "the repair did not name " << sst << ": " << rj.dump();
-  EXPECT_EQ(FileSize(dir + "/" + kDamagedDir + "/" + sst), sst_bytes)
-      << "the damaged file is not kept aside whole";
+  for (const auto& [sst, bytes] : damaged) {
+    bool named = false;
+    for (const auto& line : rj["tables_set_aside"]) {
+      named |= line.get<std::string>().find("table file " + sst) != std::string::npos;
+    }
+    EXPECT_TRUE(named) << "the repair did not name " << sst << ": " << rj.dump();
+    EXPECT_EQ(FileSize(dir + "/" + kDamagedDir + "/" + sst), bytes)
+        << "the damaged file " << sst << " is not kept aside whole";
+  }
 
   ProcResult v2 = RunCli({"verify", dir});
   EXPECT_TRUE(v2.Exited(0)) << "verify after repair: " << v2.Describe() << "\n" << v2.out;
@@ -215,23 +240,41 @@ void DamageAndRepair(const std::string& cf, Part part) {
   for (uint64_t seed = 1; seed <= kSnapshots; ++seed) {
     auto v = after.seeds.find(seed);
     ASSERT_NE(v, after.seeds.end()) << "seed " << seed << " not read";
-    if (removed.count(testing::PrefixFromSeed(seed).ToHex())) {
+    if (kErased.count(seed)) {
+      EXPECT_EQ(v->second.verdict, "absent") << "seed " << seed << " was erased, and came back";
+    } else if (removed.count(testing::PrefixFromSeed(seed).ToHex())) {
       EXPECT_EQ(v->second.verdict, "absent") << "seed " << seed << " was reported removed";
     } else {
       EXPECT_EQ(v->second.verdict, "exact") << "seed " << seed << ": " << v->second.detail;
     }
   }
-  std::printf("%s (%s): repair removed %zu snapshots\n", cf.c_str(), PartName(part),
-              removed.size());
+  std::printf("%s: repair removed %zu snapshots\n", what.c_str(), removed.size());
 
   ProcResult c = RunCli({"compact", "--json", "--drop-ns", ref.ns_hex, dir});
   ASSERT_TRUE(c.Exited(0)) << "compact after repair: " << c.Describe() << c.ErrTail();
   const uint64_t left = StoreBytes(dir);
-  std::printf("%s (%s): %llu bytes after erasing everything (empty store: %llu)\n", cf.c_str(),
-              PartName(part), (unsigned long long)left, (unsigned long long)ref.empty_bytes);
+  std::printf("%s: %llu bytes after erasing everything (empty store: %llu)\n", what.c_str(),
+              (unsigned long long)left, (unsigned long long)ref.empty_bytes);
   EXPECT_LE(left, ref.empty_bytes + (1u << 20)) << "compact left the erased bytes on disk";
   ProcResult v3 = RunCli({"verify", dir});
   EXPECT_TRUE(v3.Exited(0)) << "verify after compact: " << v3.Describe() << "\n" << v3.out;
+}
+
+void DamageAndRepair(const std::string& cf, Part part) {
+  const Reference& ref = Ref();
+  ScratchDir root("refused-open");
+  const std::string dir = root.Sub("store");
+  std::string why;
+  ASSERT_TRUE(CopyTree(ref.dir, dir, &why)) << why;
+  const std::string sst = LargestSst(dir, cf);
+  ASSERT_FALSE(sst.empty()) << "no SST of " << cf;
+  const uint64_t sst_bytes = FileSize(dir + "/" + sst);
+  const uint64_t at = OffsetOf(dir + "/" + sst, part);
+  FlipByte(dir + "/" + sst, at);
+  std::printf("%s: flipped byte %llu (%s) of %s\n", cf.c_str(), (unsigned long long)at,
+              PartName(part), sst.c_str());
+
+  RepairAndCheck(dir, cf + " " + PartName(part) + " of " + sst, {{sst, sst_bytes}});
 }
 
 class TrustRefusedOpen : public ::testing::TestWithParam<std::tuple<const char*, Part>> {};
@@ -250,6 +293,43 @@ INSTANTIATE_TEST_SUITE_P(
       const Part p = std::get<1>(info.param);
       return name + (p == Part::kFooter ? "Footer" : p == Part::kIndex ? "Index" : "Properties");
     });
+
+// Tables damaged in three families at once (manifests, records, refs): each
+// set aside, each family rewritten.
+TEST(TrustRefusedOpenMore, TablesOfSeveralFamiliesAtOnce) {
+  ScratchDir root("refused-open");
+  const std::string dir = root.Sub("store");
+  std::string why;
+  ASSERT_TRUE(CopyTree(Ref().dir, dir, &why)) << why;
+  std::map<std::string, uint64_t> damaged;
+  for (auto [cf, part] : {std::pair{"auxstore.manifests", Part::kIndex},
+                          std::pair{"auxstore.records", Part::kProperties},
+                          std::pair{"auxstore.refs", Part::kFooter}}) {
+    const std::string sst = LargestSst(dir, cf);
+    ASSERT_FALSE(sst.empty()) << cf;
+    damaged[sst] = FileSize(dir + "/" + sst);
+    FlipByte(dir + "/" + sst, OffsetOf(dir + "/" + sst, part));
+  }
+  RepairAndCheck(dir, "three families", damaged);
+}
+
+// A repair killed right after it set the table aside leaves the store
+// refused (the MANIFEST names a file that is gone); the refusal still says
+// `verify --repair`, which finds the file in auxstore-damaged/ and finishes.
+TEST(TrustRefusedOpenMore, ARepairInterruptedAfterSettingTheTableAsideFinishes) {
+  ScratchDir root("refused-open");
+  const std::string dir = root.Sub("store");
+  std::string why;
+  ASSERT_TRUE(CopyTree(Ref().dir, dir, &why)) << why;
+  const std::string sst = LargestSst(dir, "auxstore.records");
+  ASSERT_FALSE(sst.empty());
+  const uint64_t bytes = FileSize(dir + "/" + sst);
+  FlipByte(dir + "/" + sst, OffsetOf(dir + "/" + sst, Part::kIndex));
+  const std::string aside = dir + "/" + kDamagedDir;
+  ASSERT_EQ(::mkdir(aside.c_str(), 0700), 0);
+  ASSERT_EQ(::rename((dir + "/" + sst).c_str(), (aside + "/" + sst).c_str()), 0);
+  RepairAndCheck(dir, "records index of " + sst + ", set aside before", {{sst, bytes}});
+}
 
 }  // namespace
 }  // namespace auxstore::trust
