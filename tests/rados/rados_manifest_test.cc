@@ -2,6 +2,7 @@
 // fixture's cluster).
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -167,6 +168,46 @@ TEST(RadosLeases, ALiveLeaseBlocksEraseAndAnExpiredOneStopsBlocking) {
   // a lease on an erased manifest is refused and does not bring it back
   EXPECT_EQ(manifests.TakeLease(id, "node-b", 60s).code(), StatusCode::kNotFound);
   EXPECT_EQ(manifests.Read(id).status().code(), StatusCode::kNotFound);
+}
+
+// A holder that got its lease keeps the manifest until it releases it, even
+// with an eraser racing it (the erase's version guard); 100 races, each on
+// its own manifest, each client on its own connection.
+TEST(RadosLeases, AnEraseRacingALeaseNeverRemovesTheManifestUnderIt) {
+  const std::string ns = UniqueNamespace();
+  auto holder_conn = Connect(UriFor(ns));
+  auto eraser_conn = Connect(UriFor(ns));
+  ASSERT_TRUE(holder_conn && eraser_conn);
+  RadosManifests holder(*holder_conn), eraser(*eraser_conn);
+  const auto pages = PutFamily(*holder_conn, 16, 1, 100);
+  int leased = 0;
+  for (int trial = 0; trial < 100; ++trial) {
+    const auto id = Bytes("race-" + std::to_string(trial));
+    ASSERT_TRUE(holder.Commit(id, Bytes("b"), pages).ok());
+    std::thread erase([&] {
+      for (;;) {
+        Status st = eraser.Erase(id);
+        if (st.ok() || st.IsNotFound()) return;
+        ASSERT_EQ(st.code(), StatusCode::kBusy) << st.ToString();
+      }
+    });
+    // 0-3 ms late: sometimes before the eraser's read, sometimes between
+    // its read and its remove, sometimes after the remove
+    std::this_thread::sleep_for(std::chrono::microseconds((trial * 137) % 3000));
+    Status lease = holder.TakeLease(id, "holder", 60s);
+    if (lease.ok()) {
+      ++leased;
+      auto m = holder.Read(id);
+      EXPECT_TRUE(m.ok()) << "trial " << trial
+                          << ": erased under a live lease: " << m.status().ToString();
+      EXPECT_TRUE(holder.ReleaseLease(id, "holder").ok());
+    } else {
+      EXPECT_EQ(lease.code(), StatusCode::kNotFound) << lease.ToString();
+    }
+    erase.join();
+    EXPECT_EQ(holder.Read(id).status().code(), StatusCode::kNotFound) << "erased in the end";
+  }
+  std::printf("the holder got its lease first in %d of 100 races\n", leased);
 }
 
 TEST(RadosLeases, AReleasedLeaseStopsBlockingAtOnce) {
