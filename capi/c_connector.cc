@@ -1,6 +1,7 @@
 // The connector's batched calls through the C ABI (issue 24,
 // docs/connectors.md): consecutive-hit counts over prefixes and over a
-// chain's pages, a lookup that leases every hit, and a batched release.
+// chain's pages, a lookup that leases every hit, a batched release, and row
+// ranges of a layer.
 #include <string>
 #include <vector>
 
@@ -88,6 +89,22 @@ int auxstore_lease_release_many(auxstore_t* db, const uint64_t* leases, size_t n
     }
     if (released != nullptr) *released = count;
     return first_error;
+  });
+}
+
+int auxstore_read_layer_rows(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], uint32_t layer,
+                             uint64_t first_row, uint64_t last_row, void* dst, size_t capacity,
+                             size_t* size, uint64_t* rows, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_ASSIGN_OR_RETURN(const auto d, Live(db, "db"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
+    if (capacity > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(dst, "dst"));
+    AUXSTORE_ASSIGN_OR_RETURN(
+        const auto got, d->store->ReadLayerRows(ns, ToPrefix(prefix), layer, first_row, last_row,
+                                                {static_cast<uint8_t*>(dst), capacity}));
+    if (size != nullptr) *size = got.bytes;
+    if (rows != nullptr) *rows = got.rows;
+    return Status::Ok();
   });
 }
 

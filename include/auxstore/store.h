@@ -319,6 +319,28 @@ class Store {
   virtual Result<BatchLeases> LookupAndLease(NamespaceId ns, std::span<const Prefix> prefixes,
                                              uint64_t lease_ms = kDefaultLeaseMs);
 
+  // Row ranges (store/store_rows.cc): rows [first_row, last_row) of every
+  // array of a QSA or DSA layer (QSA: raw keys; DSA: k_normed, gate, valid),
+  // straight into `dst`: array a's rows land after the earlier arrays'
+  // (last_row - first_row) rows, each array's rows contiguous, so an engine
+  // that already holds rows [0, first_row) on its device fetches only the
+  // rest, and a connector keyed by page reads one page (rows [p * P, (p +
+  // 1) * P)). The whole layer is read and verified (every record, and the
+  // layer digest, as ReadLayerInto does); only the wanted rows are copied,
+  // once, from RocksDB's block into `dst`.
+  struct LayerRows {
+    uint64_t bytes = 0;  // bytes written to dst
+    uint64_t rows = 0;   // the layer's rows in all (QSA ingested, DSA len)
+  };
+  // InvalidArgument for an opaque layer (no rows: read it whole);
+  // OutOfRange (nothing read) for first_row > last_row, last_row past the
+  // layer's rows, or a `dst` too small; NotFound for no such snapshot or
+  // layer. On Corruption the snapshot is quarantined and `dst` holds partial
+  // bytes that must not be used.
+  virtual Result<LayerRows> ReadLayerRows(NamespaceId ns, const Prefix& prefix, uint32_t layer,
+                                          uint64_t first_row, uint64_t last_row,
+                                          std::span<uint8_t> dst);
+
  protected:
   Store() = default;
 };

@@ -2,7 +2,7 @@
  * against the vectors the Rust and Python bindings check too, so engines in
  * different languages get the same keys for the same tokens; the
  * consecutive-hit count over prefixes and over a chain's pages; the batched
- * lookup + lease and its release. */
+ * lookup + lease and its release; row ranges of a layer. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdio.h>
@@ -268,6 +268,79 @@ static void test_lookup_leased(void) {
   CHECK(st.leases == 0); /* a refused call leased nothing */
 }
 
+/* ---- row ranges ------------------------------------------------------------------ */
+
+/* Rows [first, last) of every array of a DSA blob of `rows` rows: k_normed
+ * and gate (2 * DSA_DIM bytes a row each), then valid (1 byte a row). */
+static size_t dsa_rows(const uint8_t* blob, uint64_t rows, uint64_t first, uint64_t last,
+                       uint8_t* out) {
+  const size_t widths[3] = {2 * DSA_DIM, 2 * DSA_DIM, 1};
+  size_t at = 0, base = 16;
+  for (int a = 0; a < 3; ++a) {
+    memcpy(out + at, blob + base + first * widths[a], (last - first) * widths[a]);
+    at += (last - first) * widths[a];
+    base += rows * widths[a];
+  }
+  return at;
+}
+
+/* One range of one snapshot's DSA layer 0 against the blob it was put from. */
+static void check_rows(const uint8_t prefix[16], const uint8_t* blob, uint64_t rows,
+                       uint64_t first, uint64_t last) {
+  uint8_t* want = malloc(rows * (4 * DSA_DIM + 1) + 1);
+  uint8_t* got = malloc(rows * (4 * DSA_DIM + 1) + 1);
+  const size_t n = dsa_rows(blob, rows, first, last, want);
+  size_t size = 99;
+  uint64_t total = 0;
+  CHECK_OK(auxstore_read_layer_rows(g_db, g_ns, prefix, 0, first, last, got, n, &size, &total,
+                                    &err));
+  CHECK(size == n && total == rows);
+  if (size == n && memcmp(got, want, n) != 0) {
+    fprintf(stderr, "rows [%llu, %llu): bytes differ\n", (unsigned long long)first,
+            (unsigned long long)last);
+    ++g_failures;
+  }
+  free(want);
+  free(got);
+}
+
+static void test_read_layer_rows(void) {
+  /* A whole (unpaged) layer and a paged one (pages of BLOCK rows, several
+   * chunks): ranges inside a page, across pages, to the end, empty. */
+  size_t size = 0;
+  uint8_t* blob = dsa_blob(48, 9, &size);
+  uint8_t whole[16];
+  prefix_of(77, whole);
+  auxstore_layer_t l = {0, AUXSTORE_KIND_DSA, blob, size};
+  CHECK_OK(auxstore_put_snapshot(g_db, g_ns, whole, 48, 1, &l, &err));
+  uint32_t tokens[3 * BLOCK];
+  for (uint32_t i = 0; i < 3 * BLOCK; ++i) tokens[i] = 5000 + i;
+  put_paged(tokens, 3, 9); /* the same blob, in pages */
+  uint8_t chain[3][16];
+  size_t n = 0;
+  CHECK_OK(auxstore_prefix_hash(tokens, 3 * BLOCK, BLOCK, 0, chain, 3, &n, &err));
+  const uint64_t ranges[][2] = {{0, 48}, {16, 48}, {5, 37}, {3, 9}, {47, 48}, {20, 20}};
+  for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; ++r) {
+    check_rows(whole, blob, 48, ranges[r][0], ranges[r][1]);
+    check_rows(chain[2], blob, 48, ranges[r][0], ranges[r][1]);
+  }
+  uint8_t small[8];
+  CHECK_ERR(auxstore_read_layer_rows(g_db, g_ns, whole, 0, 0, 1, small, sizeof small, NULL, NULL,
+                                     &err),
+            AUXSTORE_OUT_OF_RANGE, "the destination holds 8");
+  CHECK_ERR(auxstore_read_layer_rows(g_db, g_ns, whole, 0, 10, 49, NULL, 0, NULL, NULL, &err),
+            AUXSTORE_OUT_OF_RANGE, "which has 48 rows");
+  CHECK_ERR(auxstore_read_layer_rows(g_db, g_ns, whole, 0, 10, 9, NULL, 0, NULL, NULL, &err),
+            AUXSTORE_OUT_OF_RANGE, "rows [10, 9)");
+  CHECK_ERR(auxstore_read_layer_rows(g_db, g_ns, whole, 3, 0, 1, small, 8, NULL, NULL, &err),
+            AUXSTORE_NOT_FOUND, "no layer 3");
+  uint8_t op[16];
+  prefix_of(1, op); /* an opaque layer (test_count_leading_stored put it) */
+  CHECK_ERR(auxstore_read_layer_rows(g_db, g_ns, op, 0, 0, 1, small, 8, NULL, NULL, &err),
+            AUXSTORE_INVALID_ARGUMENT, "opaque");
+  free(blob);
+}
+
 int main(void) {
   CHECK(test_prefix_hash_vectors() >= 4);
   open_store();
@@ -275,6 +348,7 @@ int main(void) {
     test_count_leading_stored();
     test_count_leading_pages();
     test_lookup_leased();
+    test_read_layer_rows();
     close_store();
   }
   if (g_failures > 0) {

@@ -1,6 +1,7 @@
 // The connector's batched calls on auxstore.Store (issue 24,
 // docs/connectors.md): consecutive-hit counts over prefixes and over a
-// block chain's pages, the batched lookup + lease and the batched release.
+// block chain's pages, the batched lookup + lease and the batched release,
+// and row ranges of a layer.
 // Each is one GIL-free call into the C ABI for the whole batch.
 #include <pybind11/stl.h>
 
@@ -84,6 +85,36 @@ void RegisterStoreConnector(StoreClass& store) {
       "(leading, leases): looks up the prefixes and leases each one stored, in one batched "
       "lookup (vLLM's prepare_load). leases[i] is 0 where prefixes[i] is not stored; leading "
       "counts the LEADING ones stored. Release with release_leases.");
+
+  store.def(
+      "read_layer_rows",
+      [](Store& s, IntArg ns_arg, py::handle prefix, IntArg layer_arg, IntArg first_arg,
+         IntArg last_arg, py::handle buffer) {
+        const uint64_t ns = ToU64(ns_arg, "ns");
+        const uint32_t layer = ToU32(layer_arg, "layer");
+        const uint64_t first = ToU64(first_arg, "first_row");
+        const uint64_t last = ToU64(last_arg, "last_row");
+        const Prefix p = ToPrefix(prefix);
+        Buffer b(buffer, true, "buffer");
+        size_t size = 0;
+        uint64_t rows = 0;
+        {
+          py::gil_scoped_release release;
+          s.With([&](auxstore_t* db) {
+            Check([&](char** e) {
+              return auxstore_read_layer_rows(db, ns, p.data(), layer, first, last, b.ptr(),
+                                              b.len(), &size, &rows, e);
+            });
+          });
+        }
+        return py::make_tuple(size, rows);
+      },
+      py::arg("ns"), py::arg("prefix"), py::arg("layer"), py::arg("first_row"), py::arg("last_row"),
+      py::arg("buffer"),
+      "(bytes, rows): rows [first_row, last_row) of every array of a QSA or DSA layer (QSA: "
+      "raw keys; DSA: k_normed, gate, valid) into the writable buffer, array after array; the "
+      "whole layer is read and verified, only those rows are copied. rows: the layer's rows in "
+      "all.");
 
   store.def(
       "release_leases",

@@ -75,3 +75,33 @@ def test_restore_of_a_subset_of_layers(store, ns, backend):
         pipeline.restore_wait(ns, p, {1: st})
         assert bytes(st.read()) == dsa.tobytes()
         assert st.counters[0] == 64
+
+
+def dsa_rows(blob, rows, first, last, dim=32):
+    """Rows [first, last) of each array of a DSA blob: k_normed, gate, valid."""
+    body = np.asarray(blob)[16:]
+    k = body[:rows * dim * 2].reshape(rows, dim * 2)
+    g = body[rows * dim * 2:rows * dim * 4].reshape(rows, dim * 2)
+    v = body[rows * dim * 4:]
+    return np.concatenate([k[first:last].ravel(), g[first:last].ravel(), v[first:last]])
+
+
+def test_read_layer_rows_of_whole_and_paged_layers(store, ns):
+    from conftest import dsa_blob
+    tokens = np.arange(4 * BLOCK, dtype=np.uint32) + 900
+    chain = auxstore.prefix_hash(tokens, BLOCK, SALT)
+    blob = dsa_blob(64, seed=12)
+    store.put(ns, chain[3], 64, [(1, "dsa", blob)], block_chain=chain, block_size=BLOCK)
+    whole = prefix(50)
+    store.put(ns, whole, 64, [(1, "dsa", blob)])
+    for p in (chain[3], whole):
+        for first, last in ((0, 64), (16, 64), (5, 37), (63, 64), (7, 7)):
+            want = dsa_rows(blob, 64, first, last)
+            got = np.zeros(len(want), np.uint8)
+            assert store.read_layer_rows(ns, p, 1, first, last, got) == (len(want), 64)
+            np.testing.assert_array_equal(got, want)
+    with pytest.raises(auxstore.OutOfRangeError, match="which has 64 rows"):
+        store.read_layer_rows(ns, whole, 1, 0, 65, np.zeros(1 << 16, np.uint8))
+    with pytest.raises(auxstore.InvalidArgumentError, match="opaque"):
+        put_opaque(store, ns, prefix(51))
+        store.read_layer_rows(ns, prefix(51), 2, 0, 1, np.zeros(64, np.uint8))

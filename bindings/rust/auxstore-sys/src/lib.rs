@@ -626,6 +626,10 @@ c_api! {
     /// Releases `n` leases, skipping 0 and ones already gone; `*released` (may be NULL) counts the
     /// ones released. Every lease is tried; the first other error is returned.
     pub fn auxstore_lease_release_many(db: *mut auxstore_t, leases: *const u64, n: usize, released: *mut usize, errmsg: *mut *mut c_char) -> c_int;
+    /// Rows `[first_row, last_row)` of every array of a QSA/DSA layer into `dst` (`capacity` bytes),
+    /// array after array; the whole layer is verified, only those rows copied. `*size` (may be NULL)
+    /// the bytes written, `*rows` (may be NULL) the layer's rows in all.
+    pub fn auxstore_read_layer_rows(db: *mut auxstore_t, ns: u64, prefix: *const u8, layer: u32, first_row: u64, last_row: u64, dst: *mut c_void, capacity: usize, size: *mut usize, rows: *mut u64, errmsg: *mut *mut c_char) -> c_int;
     /// Digest of the exact token sequence (independent of the prefix hash), 16 bytes into `out`.
     pub fn auxstore_token_digest(tokens: *const u32, n_tokens: usize, salt: u64, out: *mut u8, errmsg: *mut *mut c_char) -> c_int;
     /// The CPU reference of the QSA re-pool kernel: blocks `[0, n_blocks)` of `raw_keys` (`ingested

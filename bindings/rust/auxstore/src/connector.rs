@@ -1,6 +1,7 @@
 //! The connector's batched calls (issue 24, docs/connectors.md): the
-//! consecutive-hit count over prefixes and over a block chain's pages, and
-//! a lookup that leases every hit, each one batched lookup in auxstore.
+//! consecutive-hit count over prefixes and over a block chain's pages, a
+//! lookup that leases every hit, each one batched lookup in auxstore, and
+//! row ranges of a layer.
 use crate::error::{check, Result};
 use crate::store::Store;
 use crate::sys;
@@ -128,6 +129,46 @@ impl Store {
             )
         })?;
         Ok(BatchLeases { store: self, ids, leading })
+    }
+
+    /// Rows `[first_row, last_row)` of every array of a QSA or DSA layer
+    /// (QSA: raw keys; DSA: k_normed, gate, valid) into `dst`, array after
+    /// array (any [`crate::Pod`] element type; its size in bytes is the
+    /// capacity). The whole layer is read and verified, only those rows are
+    /// copied. Returns `(bytes written, the layer's rows in all)`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for an opaque layer; `OutOfRange` (nothing read) for
+    /// a bad range or a `dst` too small; `NotFound` for no such snapshot or
+    /// layer; `Corruption` (quarantined).
+    pub fn read_layer_rows<T: crate::Pod>(
+        &self,
+        ns: Namespace,
+        prefix: &Prefix,
+        layer: u32,
+        rows: std::ops::Range<u64>,
+        dst: &mut [T],
+    ) -> Result<(usize, u64)> {
+        let buf = crate::bytes_of_mut(dst);
+        let (mut size, mut total) = (0usize, 0u64);
+        // SAFETY: a live handle, a 16-byte prefix, `buf.len()` writable bytes
+        // (NULL for 0) and valid out pointers.
+        check(|e| unsafe {
+            sys::auxstore_read_layer_rows(
+                self.as_raw(),
+                ns.0,
+                prefix.0.as_ptr(),
+                layer,
+                rows.start,
+                rows.end,
+                if buf.is_empty() { ptr::null_mut() } else { buf.as_mut_ptr() as *mut std::os::raw::c_void },
+                buf.len(),
+                &mut size,
+                &mut total,
+                e,
+            )
+        })?;
+        Ok((size, total))
     }
 
     /// Releases leases by id, skipping 0 and ones already gone (released,

@@ -91,3 +91,30 @@ fn lookup_leased_leases_every_hit_until_dropped() {
     assert_eq!(store.release_leases(&kept).unwrap(), 1);
     assert!(matches!(store.lookup_leased(ns, &ps, 0), Err(Error::InvalidArgument(_))));
 }
+
+#[test]
+fn read_layer_rows_of_whole_and_paged_layers() {
+    let dir = TempDir::new("conn-rows");
+    let store = open_store(&dir);
+    let ns = store.register_namespace("m", &geometry()).unwrap();
+    let toks = tokens(4, 4 * BLOCK as usize);
+    let chain = prefix_hashes(&toks, BLOCK, SALT).unwrap();
+    let raw = Rng::new(6).bf16s(4 * BLOCK as usize * HD as usize);
+    put_pages(&store, ns, &chain, &raw); // QSA, 64 rows in pages of 16
+    let whole = prefix_of(44, 64);
+    let blob = qsa_of(&raw, 64);
+    store.put_snapshot(ns, &whole, 64, &[Layer::new(0, Kind::Qsa, &blob)]).unwrap();
+    let hd = HD as usize;
+    for p in [&chain[3], &whole] {
+        for (first, last) in [(0u64, 64u64), (16, 64), (5, 37), (63, 64), (9, 9)] {
+            // QSA rows are raw keys, qsa_hd bf16 each: read them as u16.
+            let mut got = vec![0u16; (last - first) as usize * hd];
+            let (bytes, rows) = store.read_layer_rows(ns, p, 0, first..last, &mut got).unwrap();
+            assert_eq!((bytes, rows), ((last - first) as usize * hd * 2, 64));
+            assert_eq!(got, raw[first as usize * hd..last as usize * hd], "rows {first}..{last}");
+        }
+    }
+    let mut small = vec![0u16; hd - 1];
+    assert!(matches!(store.read_layer_rows(ns, &whole, 0, 0..1, &mut small), Err(Error::OutOfRange(_))));
+    assert!(matches!(store.read_layer_rows(ns, &whole, 0, 0..65, &mut small), Err(Error::OutOfRange(_))));
+}
