@@ -157,8 +157,8 @@ static void test_count_leading_stored(void) {
 
   CHECK_ERR(auxstore_count_leading_stored(g_db, g_ns, NULL, 2, &count, &err),
             AUXSTORE_INVALID_ARGUMENT, "prefixes is NULL");
-  CHECK_ERR(auxstore_count_leading_stored(g_db, g_ns, ps, 2, NULL, &err),
-            AUXSTORE_INVALID_ARGUMENT, "count is NULL");
+  CHECK_ERR(auxstore_count_leading_stored(g_db, g_ns, ps, 2, NULL, &err), AUXSTORE_INVALID_ARGUMENT,
+            "count is NULL");
   CHECK_ERR(auxstore_count_leading_stored(NULL, g_ns, ps, 2, &count, &err),
             AUXSTORE_INVALID_ARGUMENT, "db");
 }
@@ -285,15 +285,15 @@ static size_t dsa_rows(const uint8_t* blob, uint64_t rows, uint64_t first, uint6
 }
 
 /* One range of one snapshot's DSA layer 0 against the blob it was put from. */
-static void check_rows(const uint8_t prefix[16], const uint8_t* blob, uint64_t rows,
-                       uint64_t first, uint64_t last) {
+static void check_rows(const uint8_t prefix[16], const uint8_t* blob, uint64_t rows, uint64_t first,
+                       uint64_t last) {
   uint8_t* want = malloc(rows * (4 * DSA_DIM + 1) + 1);
   uint8_t* got = malloc(rows * (4 * DSA_DIM + 1) + 1);
   const size_t n = dsa_rows(blob, rows, first, last, want);
   size_t size = 99;
   uint64_t total = 0;
-  CHECK_OK(auxstore_read_layer_rows(g_db, g_ns, prefix, 0, first, last, got, n, &size, &total,
-                                    &err));
+  CHECK_OK(
+      auxstore_read_layer_rows(g_db, g_ns, prefix, 0, first, last, got, n, &size, &total, &err));
   CHECK(size == n && total == rows);
   if (size == n && memcmp(got, want, n) != 0) {
     fprintf(stderr, "rows [%llu, %llu): bytes differ\n", (unsigned long long)first,
@@ -325,9 +325,9 @@ static void test_read_layer_rows(void) {
     check_rows(chain[2], blob, 48, ranges[r][0], ranges[r][1]);
   }
   uint8_t small[8];
-  CHECK_ERR(auxstore_read_layer_rows(g_db, g_ns, whole, 0, 0, 1, small, sizeof small, NULL, NULL,
-                                     &err),
-            AUXSTORE_OUT_OF_RANGE, "the destination holds 8");
+  CHECK_ERR(
+      auxstore_read_layer_rows(g_db, g_ns, whole, 0, 0, 1, small, sizeof small, NULL, NULL, &err),
+      AUXSTORE_OUT_OF_RANGE, "the destination holds 8");
   CHECK_ERR(auxstore_read_layer_rows(g_db, g_ns, whole, 0, 10, 49, NULL, 0, NULL, NULL, &err),
             AUXSTORE_OUT_OF_RANGE, "which has 48 rows");
   CHECK_ERR(auxstore_read_layer_rows(g_db, g_ns, whole, 0, 10, 9, NULL, 0, NULL, NULL, &err),
