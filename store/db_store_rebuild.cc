@@ -32,6 +32,7 @@
 #include "store/db_store.h"
 #include "store/keys.h"
 #include "store/page_ledger_rocks.h"
+#include "store/record_check.h"
 #include "store/sst_block_salvage.h"
 
 namespace auxstore::store_internal {
@@ -318,11 +319,13 @@ Result<RunRecord> DbStore::RebuildRunRecord(NamespaceId ns, const Prefix& prefix
         std::string value;
         AUXSTORE_RETURN_IF_ERROR(FromRocks(db_->Get(HotReadOptions(), cf_[kRecords], key, &value),
                                            "read a record to rehash"));
-        AUXSTORE_ASSIGN_OR_RETURN(auto env, DecodeEnvelope(Bytes(key), Bytes(value)));
-        ByteSpan bytes = env.payload;
-        if (bytes.size() != ChunkSize(stream, m.chunk_bytes, c)) {
-          return Status::Corruption("a record of put " + PutHex(m.put_id) + " has another size");
+        // The one record check (record_check.h): envelope, kind, size.
+        const ChunkWant want{l.kind, 0, ChunkSize(stream, m.chunk_bytes, c), /*whole=*/true};
+        auto checked = CheckChunkRecord(Bytes(key), Bytes(value), want);
+        if (!checked.ok()) {
+          return checked.error().WithContext("a record of put " + PutHex(m.put_id));
         }
+        ByteSpan bytes = *checked;
         while (!bytes.empty()) {
           const bool in_pages = at < uint64_t{rl.pages} * page_bytes;
           const uint64_t part_end = in_pages ? (at / page_bytes + 1) * page_bytes : stream;
