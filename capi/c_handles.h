@@ -6,6 +6,7 @@
 // release), never on a pipeline or backend thread. Internal to capi/.
 #pragma once
 
+#include <boost/asio/thread_pool.hpp>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,6 +24,10 @@ struct auxstore_options_t {
 struct auxstore_t {
   std::unique_ptr<auxstore::Store> store;
   auxstore::Options options;  // as opened (the pipeline sizes staging from it)
+  // The pool batched host reads run on (c_host_reads.cc), made on first
+  // use. Declared after `store`: joined before the store closes.
+  std::once_flag host_pool_once;
+  std::unique_ptr<boost::asio::thread_pool> host_pool;
 };
 
 struct auxstore_backend_t {
@@ -94,5 +99,13 @@ struct HandleTraits<auxstore_pipeline_t> {
 template <>
 struct HandleTraits<auxstore_restore_handle_t> {
   static constexpr HandleKind kind = HandleKind::kRestore;
+};
+template <>
+struct HandleTraits<auxstore_host_buffer_t> {
+  static constexpr HandleKind kind = HandleKind::kHostBuffer;
+};
+template <>
+struct HandleTraits<auxstore_host_read_t> {
+  static constexpr HandleKind kind = HandleKind::kHostRead;
 };
 }  // namespace auxstore::capi

@@ -100,6 +100,10 @@ const char* HandleKindName(HandleKind kind) {
       return "auxstore_pipeline_t";
     case HandleKind::kRestore:
       return "auxstore_restore_handle_t";
+    case HandleKind::kHostBuffer:
+      return "auxstore_host_buffer_t";
+    case HandleKind::kHostRead:
+      return "auxstore_host_read_t";
   }
   return "auxstore handle";
 }

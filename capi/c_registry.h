@@ -25,6 +25,8 @@ enum class HandleKind : uint8_t {
   kState = 4,
   kPipeline = 5,
   kRestore = 6,
+  kHostBuffer = 7,
+  kHostRead = 8,
 };
 
 // The C type's name, e.g. "auxstore_t".

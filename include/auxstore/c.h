@@ -700,6 +700,74 @@ int auxstore_read_layer_rows(auxstore_t* db, uint64_t ns, const uint8_t prefix[1
                              uint32_t layer, uint64_t first_row, uint64_t last_row, void* dst,
                              size_t capacity, size_t* size, uint64_t* rows, char** errmsg);
 
+/* ---- engine host memory: registered buffers, batched async reads ---------- */
+/* An engine's host buffer (its KV / aux host pool), registered once with a
+ * store: reads target (buffer, offset) instead of raw addresses, each one
+ * bounds-checked against the registration. The memory stays the engine's;
+ * it must stay valid until the buffer is unregistered. */
+typedef struct auxstore_host_buffer_t auxstore_host_buffer_t;
+/* Registers `size` bytes at `data` (non-NULL, size > 0) with `db`. */
+int auxstore_register_host_buffer(auxstore_t* db, void* data, size_t size,
+                                  auxstore_host_buffer_t** out, char** errmsg);
+/* Unregisters it: AUXSTORE_BUSY (still registered) while a read that
+ * targets it is not released (auxstore_host_read_release). */
+int auxstore_unregister_host_buffer(auxstore_host_buffer_t* buffer, char** errmsg);
+
+/* One layer of one snapshot into [offset, offset + capacity) of a
+ * registered buffer of the same store. */
+typedef struct auxstore_host_read_target_t {
+  uint8_t prefix[16];
+  uint32_t layer;
+  auxstore_host_buffer_t* buffer;
+  size_t offset;
+  size_t capacity;
+} auxstore_host_read_target_t;
+
+/* Many layers of many snapshots read into registered host buffers
+ * (SGLang's batch_get_v1, Mooncake's batch_get_into), one handle for all. */
+typedef struct auxstore_host_read_t auxstore_host_read_t;
+/* Starts reading `n` targets of namespace `ns` and returns at once with
+ * *out. Every target is checked first (its buffer live and of `db`, [offset,
+ * offset + capacity) inside it, no two targets overlapping): the first bad
+ * one is AUXSTORE_INVALID_ARGUMENT naming it, and nothing is read or
+ * written. Each target is then read on its own: one copy, from the store's
+ * block into the buffer, verified (record envelopes and the layer digest) in
+ * the same pass, as auxstore_read_layers. A target's own result (a missing
+ * snapshot or layer, AUXSTORE_OUT_OF_RANGE for a capacity below the layer's
+ * size, AUXSTORE_CORRUPTION, which quarantines the snapshot) never stops
+ * the others. Until the read is released its buffers cannot be
+ * unregistered. The reads run on an Asio pool of the store handle's
+ * (Options work_threads threads, at least 2). */
+int auxstore_host_read_start(auxstore_t* db, uint64_t ns, const auxstore_host_read_target_t* targets,
+                             size_t n, auxstore_host_read_t** out, char** errmsg);
+/* 1 when every target is done, 0 while some run (-1 for a handle not live). */
+int auxstore_host_read_poll(const auxstore_host_read_t* read);
+/* 1 when target `i` is done, 0 while it runs (-1: handle not live or i >= n). */
+int auxstore_host_read_target_done(const auxstore_host_read_t* read, size_t i);
+/* Waits for target `i`: its result, and (when not NULL) *size, the layer's
+ * bytes written at its offset. */
+int auxstore_host_read_wait_target(auxstore_host_read_t* read, size_t i, size_t* size,
+                                   char** errmsg);
+/* Waits for every target of snapshot `prefix`: AUXSTORE_OK, or the first
+ * failed target's error (its message names the target).
+ * AUXSTORE_INVALID_ARGUMENT when no target reads `prefix`. */
+int auxstore_host_read_wait_snapshot(auxstore_host_read_t* read, const uint8_t prefix[16],
+                                     char** errmsg);
+/* Waits for every target: AUXSTORE_OK, or the first failed target's error. */
+int auxstore_host_read_wait(auxstore_host_read_t* read, char** errmsg);
+/* The snapshots (prefixes, in the order their first target was given) whose
+ * every target has completed since the last call, each reported once (vLLM's
+ * get_finished): up to `capacity` into `prefixes`, *n how many; the rest
+ * come with a later call. Does not wait. */
+int auxstore_host_read_finished(auxstore_host_read_t* read, uint8_t (*prefixes)[16],
+                                size_t capacity, size_t* n, char** errmsg);
+/* Targets not started yet end with AUXSTORE_UNAVAILABLE ("cancelled");
+ * reads in flight finish. Returns at once. */
+void auxstore_host_read_cancel(auxstore_host_read_t* read);
+/* Cancels what has not started, WAITS for the reads in flight (so no read
+ * writes into a buffer after this returns), and frees the handle. */
+void auxstore_host_read_release(auxstore_host_read_t* read);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

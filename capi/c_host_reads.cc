@@ -1,0 +1,364 @@
+// Engine host memory as a read target (issue 24, docs/connectors.md): host
+// buffers registered once with a store, and batched reads of many layers of
+// many snapshots into them, run on the store handle's Asio pool, with
+// per-target, per-snapshot and whole-batch completion.
+//
+// Lifetimes: a read's jobs hold a raw pointer to the read, never a
+// reference, so the read (and the store it keeps) is always destroyed on a
+// caller's thread: auxstore_host_read_release waits for every job before
+// dropping it. A buffer counts the reads targeting it; unregistering is
+// refused while the count is not 0, so no job writes into memory the engine
+// took back: a read holds its buffers until it is released.
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/post.hpp>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "auxstore/c.h"
+#include "capi/c_convert.h"
+#include "capi/c_errors.h"
+#include "capi/c_handles.h"
+
+using auxstore::Prefix;
+using auxstore::Result;
+using auxstore::Status;
+using auxstore::capi::Guard;
+using auxstore::capi::Live;
+using auxstore::capi::NotNull;
+using auxstore::capi::ToPrefix;
+
+struct auxstore_host_buffer_t {
+  std::shared_ptr<auxstore_t> db;
+  uint8_t* data = nullptr;
+  size_t size = 0;
+  std::mutex mu;
+  bool registered = true;  // under mu
+  size_t reads = 0;        // under mu: reads in flight targeting it
+};
+
+struct auxstore_host_read_t {
+  struct Target {
+    Prefix prefix;
+    uint32_t layer = 0;
+    std::shared_ptr<auxstore_host_buffer_t> buffer;
+    std::span<uint8_t> dst;
+    size_t snapshot = 0;  // index into snapshots
+    // Under mu:
+    bool done = false;
+    Status status;
+    size_t size = 0;
+  };
+  struct Snapshot {
+    Prefix prefix;
+    size_t pending = 0;  // under mu
+    bool reported = false;
+  };
+
+  std::shared_ptr<auxstore_t> db;
+  uint64_t ns = 0;
+  std::vector<Target> targets;
+  std::vector<Snapshot> snapshots;
+  std::vector<std::shared_ptr<auxstore_host_buffer_t>> buffers;  // distinct, each counted once
+  std::atomic<bool> cancelled{false};
+
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  size_t pending = 0;
+
+  void Run(size_t i);
+  void Finish(size_t i, Status status, size_t size);
+  void WaitAll() {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return pending == 0; });
+  }
+};
+
+namespace {
+
+auxstore::Result<std::shared_ptr<auxstore_host_read_t>> LiveRead(const auxstore_host_read_t* r) {
+  return Live(r, "read");
+}
+
+boost::asio::thread_pool& HostPool(auxstore_t& db) {
+  std::call_once(db.host_pool_once, [&] {
+    const uint32_t threads = std::max<uint32_t>(2, db.options.work_threads);
+    db.host_pool = std::make_unique<boost::asio::thread_pool>(threads);
+  });
+  return *db.host_pool;
+}
+
+std::string TargetName(size_t i) { return "targets[" + std::to_string(i) + "]"; }
+
+// Checks every target against its registered buffer; the read's targets,
+// snapshots and buffers (not yet counted as busy).
+Status Plan(const std::shared_ptr<auxstore_t>& db, const auxstore_host_read_target_t* targets,
+            size_t n, auxstore_host_read_t& read) {
+  struct Span {
+    const auxstore_host_buffer_t* buffer;
+    size_t begin, end, index;
+  };
+  std::vector<Span> spans;
+  for (size_t i = 0; i < n; ++i) {
+    const auxstore_host_read_target_t& t = targets[i];
+    const std::string name = TargetName(i);
+    auto buffer = Live(t.buffer, (name + ".buffer").c_str());
+    if (!buffer.ok()) return buffer.status();
+    if ((*buffer)->db != db) {
+      return Status::InvalidArgument(name + ".buffer is registered with another store");
+    }
+    const size_t size = (*buffer)->size;
+    if (t.offset > size || t.capacity > size - t.offset) {
+      return Status::InvalidArgument(
+          name + ": [" + std::to_string(t.offset) + ", offset + " + std::to_string(t.capacity) +
+          ") is outside its registered buffer of " + std::to_string(size) + " bytes");
+    }
+    spans.push_back({buffer->get(), t.offset, t.offset + t.capacity, i});
+    auxstore_host_read_t::Target target;
+    target.prefix = ToPrefix(t.prefix);
+    target.layer = t.layer;
+    target.buffer = *buffer;
+    target.dst = {(*buffer)->data + t.offset, t.capacity};
+    read.targets.push_back(std::move(target));
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+    return std::tie(a.buffer, a.begin) < std::tie(b.buffer, b.begin);
+  });
+  for (size_t k = 1; k < spans.size(); ++k) {
+    const Span &a = spans[k - 1], &b = spans[k];
+    if (a.buffer == b.buffer && b.begin < a.end && a.begin < a.end && b.begin < b.end) {
+      return Status::InvalidArgument(TargetName(std::max(a.index, b.index)) + " overlaps " +
+                                     TargetName(std::min(a.index, b.index)) +
+                                     " in the same buffer");
+    }
+  }
+  for (auxstore_host_read_t::Target& t : read.targets) {
+    auto it = std::find_if(read.snapshots.begin(), read.snapshots.end(),
+                           [&](const auto& s) { return s.prefix == t.prefix; });
+    if (it == read.snapshots.end()) {
+      read.snapshots.push_back({t.prefix});
+      it = std::prev(read.snapshots.end());
+    }
+    t.snapshot = static_cast<size_t>(it - read.snapshots.begin());
+    ++it->pending;
+    if (std::find(read.buffers.begin(), read.buffers.end(), t.buffer) == read.buffers.end()) {
+      read.buffers.push_back(t.buffer);
+    }
+  }
+  read.pending = read.targets.size();
+  return Status::Ok();
+}
+
+// Marks every buffer busy, unless one was unregistered meanwhile.
+Status MarkBusy(const auxstore_host_read_t& read) {
+  for (size_t k = 0; k < read.buffers.size(); ++k) {
+    auxstore_host_buffer_t& b = *read.buffers[k];
+    std::lock_guard lock(b.mu);
+    if (!b.registered) {
+      for (size_t j = 0; j < k; ++j) {
+        std::lock_guard undo(read.buffers[j]->mu);
+        --read.buffers[j]->reads;
+      }
+      return Status::InvalidArgument("a target's buffer was unregistered");
+    }
+    ++b.reads;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void auxstore_host_read_t::Run(size_t i) {
+  Target& t = targets[i];
+  if (cancelled.load()) return Finish(i, Status::Unavailable("cancelled"), 0);
+  // One verified copy, from the store's block into the engine's buffer
+  // (ReadLayerInto reads through the layer reader's ReadInto).
+  Result<uint64_t> got = db->store->ReadLayerInto(ns, t.prefix, t.layer, t.dst);
+  if (!got.ok()) return Finish(i, got.status(), 0);
+  Finish(i, Status::Ok(), static_cast<size_t>(*got));
+}
+
+void auxstore_host_read_t::Finish(size_t i, Status status, size_t size) {
+  std::lock_guard lock(mu);
+  Target& t = targets[i];
+  t.status = status.ok()
+                 ? status
+                 : status.WithContext(TargetName(i) + " (layer " + std::to_string(t.layer) + ")");
+  t.size = size;
+  t.done = true;
+  --snapshots[t.snapshot].pending;
+  --pending;
+  cv.notify_all();  // under the lock: the waiter may free the read once it wakes
+}
+
+extern "C" {
+
+int auxstore_register_host_buffer(auxstore_t* db, void* data, size_t size,
+                                  auxstore_host_buffer_t** out, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_ASSIGN_OR_RETURN(auto d, Live(db, "db"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(data, "data"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(out, "out"));
+    if (size == 0) return Status::InvalidArgument("size is 0");
+    auto buffer = std::make_shared<auxstore_host_buffer_t>();
+    buffer->db = std::move(d);
+    buffer->data = static_cast<uint8_t*>(data);
+    buffer->size = size;
+    *out = auxstore::capi::NewHandle(std::move(buffer));
+    return Status::Ok();
+  });
+}
+
+int auxstore_unregister_host_buffer(auxstore_host_buffer_t* buffer, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_ASSIGN_OR_RETURN(auto b, Live(buffer, "buffer"));
+    {
+      std::lock_guard lock(b->mu);
+      if (b->reads > 0) {
+        return Status::Busy("buffer is the target of " + std::to_string(b->reads) +
+                            " read(s) in flight: wait for or release them first");
+      }
+      b->registered = false;
+    }
+    auxstore::capi::Take(buffer);
+    return Status::Ok();
+  });
+}
+
+int auxstore_host_read_start(auxstore_t* db, uint64_t ns,
+                             const auxstore_host_read_target_t* targets, size_t n,
+                             auxstore_host_read_t** out, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_ASSIGN_OR_RETURN(auto d, Live(db, "db"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(out, "out"));
+    if (n > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(targets, "targets"));
+    auto read = std::make_shared<auxstore_host_read_t>();
+    read->db = d;
+    read->ns = ns;
+    AUXSTORE_RETURN_IF_ERROR(Plan(d, targets, n, *read));
+    AUXSTORE_RETURN_IF_ERROR(MarkBusy(*read));
+    boost::asio::thread_pool& pool = HostPool(*d);
+    auxstore_host_read_t* r = read.get();
+    *out = auxstore::capi::NewHandle(std::move(read));
+    for (size_t i = 0; i < n; ++i) boost::asio::post(pool, [r, i] { r->Run(i); });
+    return Status::Ok();
+  });
+}
+
+int auxstore_host_read_poll(const auxstore_host_read_t* read) {
+  const auto r = auxstore::capi::FindLive(read);
+  if (r == nullptr) return -1;
+  std::lock_guard lock(r->mu);
+  return r->pending == 0 ? 1 : 0;
+}
+
+int auxstore_host_read_target_done(const auxstore_host_read_t* read, size_t i) {
+  const auto r = auxstore::capi::FindLive(read);
+  if (r == nullptr || i >= r->targets.size()) return -1;
+  std::lock_guard lock(r->mu);
+  return r->targets[i].done ? 1 : 0;
+}
+
+int auxstore_host_read_wait_target(auxstore_host_read_t* read, size_t i, size_t* size,
+                                   char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_ASSIGN_OR_RETURN(const auto r, LiveRead(read));
+    if (i >= r->targets.size()) {
+      return Status::InvalidArgument("i = " + std::to_string(i) + ": the read has " +
+                                     std::to_string(r->targets.size()) + " targets");
+    }
+    std::unique_lock lock(r->mu);
+    r->cv.wait(lock, [&] { return r->targets[i].done; });
+    if (size != nullptr && r->targets[i].status.ok()) *size = r->targets[i].size;
+    return r->targets[i].status;
+  });
+}
+
+int auxstore_host_read_wait_snapshot(auxstore_host_read_t* read, const uint8_t prefix[16],
+                                     char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_ASSIGN_OR_RETURN(const auto r, LiveRead(read));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
+    const Prefix p = ToPrefix(prefix);
+    const auto it = std::find_if(r->snapshots.begin(), r->snapshots.end(),
+                                 [&](const auto& s) { return s.prefix == p; });
+    if (it == r->snapshots.end()) {
+      return Status::InvalidArgument("no target of the read is of that prefix");
+    }
+    const size_t s = static_cast<size_t>(it - r->snapshots.begin());
+    std::unique_lock lock(r->mu);
+    r->cv.wait(lock, [&] { return r->snapshots[s].pending == 0; });
+    for (const auto& t : r->targets) {
+      if (t.snapshot == s && !t.status.ok()) return t.status;
+    }
+    return Status::Ok();
+  });
+}
+
+int auxstore_host_read_wait(auxstore_host_read_t* read, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_ASSIGN_OR_RETURN(const auto r, LiveRead(read));
+    r->WaitAll();
+    std::lock_guard lock(r->mu);
+    for (const auto& t : r->targets) {
+      if (!t.status.ok()) return t.status;
+    }
+    return Status::Ok();
+  });
+}
+
+int auxstore_host_read_finished(auxstore_host_read_t* read, uint8_t (*prefixes)[16],
+                                size_t capacity, size_t* n, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_ASSIGN_OR_RETURN(const auto r, LiveRead(read));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(n, "n"));
+    if (capacity > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(prefixes, "prefixes"));
+    std::lock_guard lock(r->mu);
+    size_t count = 0;
+    for (auto& s : r->snapshots) {
+      if (count == capacity) break;
+      if (s.reported || s.pending > 0) continue;
+      std::memcpy(prefixes[count++], s.prefix.bytes.data(), 16);
+      s.reported = true;
+    }
+    *n = count;
+    return Status::Ok();
+  });
+}
+
+void auxstore_host_read_cancel(auxstore_host_read_t* read) {
+  const auto r = auxstore::capi::FindLive(read);
+  if (r == nullptr) {
+    if (read != nullptr) {
+      auxstore::capi::ReportMisuse(__func__, read, auxstore::capi::HandleKind::kHostRead);
+    }
+    return;
+  }
+  r->cancelled = true;
+}
+
+void auxstore_host_read_release(auxstore_host_read_t* read) {
+  if (read == nullptr) return;
+  try {
+    const auto r = auxstore::capi::Take(read);
+    if (r == nullptr) {
+      auxstore::capi::ReportMisuse(__func__, read, auxstore::capi::HandleKind::kHostRead);
+      return;
+    }
+    r->cancelled = true;
+    r->WaitAll();
+    // The buffers are the engine's again: they may be unregistered now.
+    for (const auto& b : r->buffers) {
+      std::lock_guard busy(b->mu);
+      --b->reads;
+    }
+  } catch (...) {  // out of memory for the warning: nothing to do
+  }
+}
+
+}  // extern "C"
