@@ -14,6 +14,7 @@
 #include "bench/blobdb_contender.h"
 #include "bench/chain_bench.h"
 #include "bench/file_per_blob.h"
+#include "bench/instructions.h"
 #include "bench/measure.h"
 #include "bench/pipeline_contender.h"
 #include "bench/store_contender.h"
@@ -45,6 +46,7 @@ struct Config {
   std::string contenders;  // substring filter on contender names; empty = all
   bool json = false;
   bool chains = false;
+  bool instructions = false;
   uint32_t chain_block = 64, chain_scale = 1;
 };
 
@@ -221,6 +223,9 @@ int Main(int argc, char** argv) {
   app.add_flag("--json", c.json, "print JSON instead of tables");
   app.add_flag("--chains", c.chains,
                "run only the chain workloads: paged vs whole-blob layout (issue 14)");
+  app.add_flag("--instructions", c.instructions,
+               "count instructions per restored byte (warm ReadLayerInto, ReadLayer, the host "
+               "restore) against memcpy's and XXH3's (issue 25); --bytes 64 MiB is plenty");
   app.add_option("--chain-block", c.chain_block, "tokens per block and page (chains)")
       ->check(CLI::Range(1, 65536));
   app.add_option("--chain-scale", c.chain_scale, "divide the chains' token counts (quick runs)")
@@ -243,6 +248,10 @@ int Main(int argc, char** argv) {
   }
   for (const Workload& w : StandardWorkloads(c.bytes, c.realistic_tokens)) {
     if (!c.only.empty() && w.name.find(c.only) == std::string::npos) continue;
+    if (c.instructions) {
+      out["instructions"].push_back(CountInstructions(c.dir + "/store", w, c.runs, !c.json));
+      continue;
+    }
     out["workloads"].push_back(RunWorkload(c, w));
     if (!c.json) PrintWorkload(out["workloads"].back());
   }
