@@ -44,12 +44,18 @@ Result<RepairReport> RepairStoreAt(const std::string& path, bool accept_data_los
     if (!set_aside.empty()) store = Store::Open(o, path);
   }
   if (!store.ok()) {
-    if (store.error().IsCorruption() && !accept_data_loss) {
-      return store.error().WithContext(
+    Status s = store.error();
+    // What was already done stays done (and is found again by the next
+    // run): said, so the operator knows where the files went.
+    for (auto it = set_aside.rbegin(); it != set_aside.rend(); ++it) {
+      s = s.WithContext("set aside: " + *it);
+    }
+    if (s.IsCorruption() && !accept_data_loss) {
+      return s.WithContext(
           "repair cannot open the store (rerun with --accept-data-loss to keep what is left "
           "when committed snapshots were lost)");
     }
-    return store.error();
+    return s;
   }
   AUXSTORE_ASSIGN_OR_RETURN(*report, (*store)->Verify(options));
   AUXSTORE_ASSIGN_OR_RETURN(RepairReport repaired, (*store)->Repair(*report));
