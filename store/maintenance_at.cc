@@ -37,8 +37,8 @@ Result<RepairReport> RepairStoreAt(const std::string& path, bool accept_data_los
     // it aside and rewrite around it, then open again (refused_open_repair.h).
     auto lines = store_internal::RepairUnopenableTables(path, o.log_sink, o.log_level);
     if (!lines.ok()) {
-      return lines.error().WithContext("repair cannot open the store (" +
-                                       store.error().message() + ")");
+      return lines.error().WithContext("repair cannot open the store (" + store.error().message() +
+                                       ")");
     }
     set_aside = std::move(*lines);
     if (!set_aside.empty()) store = Store::Open(o, path);
