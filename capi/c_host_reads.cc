@@ -44,6 +44,7 @@ struct auxstore_host_buffer_t {
 
 struct auxstore_host_read_t {
   struct Target {
+    uint64_t ns = 0;
     Prefix prefix;
     uint32_t layer = 0;
     std::shared_ptr<auxstore_host_buffer_t> buffer;
@@ -55,13 +56,13 @@ struct auxstore_host_read_t {
     size_t size = 0;
   };
   struct Snapshot {
+    uint64_t ns = 0;
     Prefix prefix;
     size_t pending = 0;  // under mu
     bool reported = false;
   };
 
   std::shared_ptr<auxstore_t> db;
-  uint64_t ns = 0;
   std::vector<Target> targets;
   std::vector<Snapshot> snapshots;
   std::vector<std::shared_ptr<auxstore_host_buffer_t>> buffers;  // distinct, each counted once
@@ -120,6 +121,7 @@ Status Plan(const std::shared_ptr<auxstore_t>& db, const auxstore_host_read_targ
     }
     spans.push_back({buffer->get(), t.offset, t.offset + t.capacity, i});
     auxstore_host_read_t::Target target;
+    target.ns = t.ns;
     target.prefix = ToPrefix(t.prefix);
     target.layer = t.layer;
     target.buffer = *buffer;
@@ -139,9 +141,9 @@ Status Plan(const std::shared_ptr<auxstore_t>& db, const auxstore_host_read_targ
   }
   for (auxstore_host_read_t::Target& t : read.targets) {
     auto it = std::find_if(read.snapshots.begin(), read.snapshots.end(),
-                           [&](const auto& s) { return s.prefix == t.prefix; });
+                           [&](const auto& s) { return s.ns == t.ns && s.prefix == t.prefix; });
     if (it == read.snapshots.end()) {
-      read.snapshots.push_back({t.prefix});
+      read.snapshots.push_back({t.ns, t.prefix});
       it = std::prev(read.snapshots.end());
     }
     t.snapshot = static_cast<size_t>(it - read.snapshots.begin());
@@ -178,7 +180,7 @@ void auxstore_host_read_t::Run(size_t i) {
   if (cancelled.load()) return Finish(i, Status::Unavailable("cancelled"), 0);
   // One verified copy, from the store's block into the engine's buffer
   // (ReadLayerInto reads through the layer reader's ReadInto).
-  Result<uint64_t> got = db->store->ReadLayerInto(ns, t.prefix, t.layer, t.dst);
+  Result<uint64_t> got = db->store->ReadLayerInto(t.ns, t.prefix, t.layer, t.dst);
   if (!got.ok()) return Finish(i, got.status(), 0);
   Finish(i, Status::Ok(), static_cast<size_t>(*got));
 }
@@ -230,8 +232,7 @@ int auxstore_unregister_host_buffer(auxstore_host_buffer_t* buffer, char** errms
   });
 }
 
-int auxstore_host_read_start(auxstore_t* db, uint64_t ns,
-                             const auxstore_host_read_target_t* targets, size_t n,
+int auxstore_host_read_start(auxstore_t* db, const auxstore_host_read_target_t* targets, size_t n,
                              auxstore_host_read_t** out, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
     AUXSTORE_ASSIGN_OR_RETURN(auto d, Live(db, "db"));
@@ -239,7 +240,6 @@ int auxstore_host_read_start(auxstore_t* db, uint64_t ns,
     if (n > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(targets, "targets"));
     auto read = std::make_shared<auxstore_host_read_t>();
     read->db = d;
-    read->ns = ns;
     AUXSTORE_RETURN_IF_ERROR(Plan(d, targets, n, *read));
     AUXSTORE_RETURN_IF_ERROR(MarkBusy(*read));
     boost::asio::thread_pool& pool = HostPool(*d);
@@ -285,16 +285,17 @@ int auxstore_host_read_wait_snapshot(auxstore_host_read_t* read, const uint8_t p
     AUXSTORE_ASSIGN_OR_RETURN(const auto r, LiveRead(read));
     AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
     const Prefix p = ToPrefix(prefix);
-    const auto it = std::find_if(r->snapshots.begin(), r->snapshots.end(),
-                                 [&](const auto& s) { return s.prefix == p; });
-    if (it == r->snapshots.end()) {
+    const auto of_prefix = [&](const auxstore_host_read_t::Snapshot& s) { return s.prefix == p; };
+    if (std::none_of(r->snapshots.begin(), r->snapshots.end(), of_prefix)) {
       return Status::InvalidArgument("no target of the read is of that prefix");
     }
-    const size_t s = static_cast<size_t>(it - r->snapshots.begin());
     std::unique_lock lock(r->mu);
-    r->cv.wait(lock, [&] { return r->snapshots[s].pending == 0; });
+    r->cv.wait(lock, [&] {
+      return std::all_of(r->snapshots.begin(), r->snapshots.end(),
+                         [&](const auto& s) { return !of_prefix(s) || s.pending == 0; });
+    });
     for (const auto& t : r->targets) {
-      if (t.snapshot == s && !t.status.ok()) return t.status;
+      if (t.prefix == p && !t.status.ok()) return t.status;
     }
     return Status::Ok();
   });

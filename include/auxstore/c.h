@@ -713,9 +713,10 @@ int auxstore_register_host_buffer(auxstore_t* db, void* data, size_t size,
  * targets it is not released (auxstore_host_read_release). */
 int auxstore_unregister_host_buffer(auxstore_host_buffer_t* buffer, char** errmsg);
 
-/* One layer of one snapshot into [offset, offset + capacity) of a
- * registered buffer of the same store. */
+/* One layer of one snapshot (namespace `ns`, `prefix`) into [offset,
+ * offset + capacity) of a registered buffer of the same store. */
 typedef struct auxstore_host_read_target_t {
+  uint64_t ns;
   uint8_t prefix[16];
   uint32_t layer;
   auxstore_host_buffer_t* buffer;
@@ -726,7 +727,7 @@ typedef struct auxstore_host_read_target_t {
 /* Many layers of many snapshots read into registered host buffers
  * (SGLang's batch_get_v1, Mooncake's batch_get_into), one handle for all. */
 typedef struct auxstore_host_read_t auxstore_host_read_t;
-/* Starts reading `n` targets of namespace `ns` and returns at once with
+/* Starts reading `n` targets and returns at once with
  * *out. Every target is checked first (its buffer live and of `db`, [offset,
  * offset + capacity) inside it, no two targets overlapping): the first bad
  * one is AUXSTORE_INVALID_ARGUMENT naming it, and nothing is read or
@@ -738,8 +739,8 @@ typedef struct auxstore_host_read_t auxstore_host_read_t;
  * the others. Until the read is released its buffers cannot be
  * unregistered. The reads run on an Asio pool of the store handle's
  * (Options work_threads threads, at least 2). */
-int auxstore_host_read_start(auxstore_t* db, uint64_t ns, const auxstore_host_read_target_t* targets,
-                             size_t n, auxstore_host_read_t** out, char** errmsg);
+int auxstore_host_read_start(auxstore_t* db, const auxstore_host_read_target_t* targets, size_t n,
+                             auxstore_host_read_t** out, char** errmsg);
 /* 1 when every target is done, 0 while some run (-1 for a handle not live). */
 int auxstore_host_read_poll(const auxstore_host_read_t* read);
 /* 1 when target `i` is done, 0 while it runs (-1: handle not live or i >= n). */
@@ -748,7 +749,7 @@ int auxstore_host_read_target_done(const auxstore_host_read_t* read, size_t i);
  * bytes written at its offset. */
 int auxstore_host_read_wait_target(auxstore_host_read_t* read, size_t i, size_t* size,
                                    char** errmsg);
-/* Waits for every target of snapshot `prefix`: AUXSTORE_OK, or the first
+/* Waits for every target of prefix `prefix`: AUXSTORE_OK, or the first
  * failed target's error (its message names the target).
  * AUXSTORE_INVALID_ARGUMENT when no target reads `prefix`. */
 int auxstore_host_read_wait_snapshot(auxstore_host_read_t* read, const uint8_t prefix[16],

@@ -116,6 +116,7 @@ static void test_many_snapshots_in_one_handle(void) {
     for (uint32_t l = 0; l < kLayers; ++l) {
       const size_t i = s * kLayers + l;
       prefix_of(s, t[i].prefix);
+      t[i].ns = g_ns;
       t[i].layer = l;
       t[i].offset = at;
       t[i].capacity = layer_size(s, l) + 64; /* room to spare, left untouched */
@@ -131,7 +132,7 @@ static void test_many_snapshots_in_one_handle(void) {
   for (size_t i = 0; i < n; ++i) t[i].buffer = hb;
 
   auxstore_host_read_t* r = NULL;
-  CHECK_OK(auxstore_host_read_start(g_db, g_ns, t, n, &r, &err));
+  CHECK_OK(auxstore_host_read_start(g_db, t, n, &r, &err));
   /* Per layer: the layer's size, its bytes in place. */
   size_t got = 0;
   CHECK_OK(auxstore_host_read_wait_target(r, 5, &got, &err));
@@ -185,6 +186,7 @@ static void test_bounds_refusals(void) {
   auxstore_host_read_target_t t[3];
   for (int i = 0; i < 3; ++i) {
     prefix_of((uint32_t)i, t[i].prefix);
+    t[i].ns = g_ns;
     t[i].layer = 0;
     t[i].buffer = hb;
     t[i].offset = (size_t)i * 8192;
@@ -192,17 +194,17 @@ static void test_bounds_refusals(void) {
   }
   auxstore_host_read_t* r = NULL;
   t[2].offset = size - 100; /* past the end */
-  CHECK_ERR(auxstore_host_read_start(g_db, g_ns, t, 3, &r, &err), AUXSTORE_INVALID_ARGUMENT,
+  CHECK_ERR(auxstore_host_read_start(g_db, t, 3, &r, &err), AUXSTORE_INVALID_ARGUMENT,
             "targets[2]: [");
   t[2].offset = (size_t)-1; /* offset + capacity wraps around */
-  CHECK_ERR(auxstore_host_read_start(g_db, g_ns, t, 3, &r, &err), AUXSTORE_INVALID_ARGUMENT,
+  CHECK_ERR(auxstore_host_read_start(g_db, t, 3, &r, &err), AUXSTORE_INVALID_ARGUMENT,
             "targets[2]");
   t[2].offset = 4096; /* inside targets[0] */
-  CHECK_ERR(auxstore_host_read_start(g_db, g_ns, t, 3, &r, &err), AUXSTORE_INVALID_ARGUMENT,
+  CHECK_ERR(auxstore_host_read_start(g_db, t, 3, &r, &err), AUXSTORE_INVALID_ARGUMENT,
             "targets[2] overlaps targets[0]");
   t[2].offset = 16384;
   t[1].buffer = (auxstore_host_buffer_t*)(uintptr_t)0x1234;
-  CHECK_ERR(auxstore_host_read_start(g_db, g_ns, t, 3, &r, &err), AUXSTORE_INVALID_ARGUMENT,
+  CHECK_ERR(auxstore_host_read_start(g_db, t, 3, &r, &err), AUXSTORE_INVALID_ARGUMENT,
             "targets[1].buffer");
   CHECK(r == NULL);
   size_t stray = 0;
@@ -224,6 +226,7 @@ static void test_target_errors_stop_no_other(void) {
   uint32_t snap[4] = {0, 1, 2, 1};
   for (int i = 0; i < 4; ++i) {
     prefix_of(snap[i], t[i].prefix);
+    t[i].ns = g_ns;
     t[i].layer = 2;
     t[i].buffer = hb;
     t[i].offset = (size_t)i * 32768;
@@ -233,7 +236,7 @@ static void test_target_errors_stop_no_other(void) {
   t[3].layer = 3;
   t[3].capacity = 100; /* below the layer's size */
   auxstore_host_read_t* r = NULL;
-  CHECK_OK(auxstore_host_read_start(g_db, g_ns, t, 4, &r, &err));
+  CHECK_OK(auxstore_host_read_start(g_db, t, 4, &r, &err));
   CHECK_ERR(auxstore_host_read_wait(r, &err), AUXSTORE_NOT_FOUND, "targets[1]");
   CHECK_ERR(auxstore_host_read_wait_target(r, 1, NULL, &err), AUXSTORE_NOT_FOUND, "targets[1]");
   CHECK_ERR(auxstore_host_read_wait_target(r, 3, NULL, &err), AUXSTORE_OUT_OF_RANGE, "targets[3]");
@@ -262,6 +265,7 @@ static void test_cancel_and_close_under_a_read(void) {
     for (uint32_t l = 0; l < kLayers; ++l) {
       const size_t i = s * kLayers + l;
       prefix_of(s, t[i].prefix);
+      t[i].ns = g_ns;
       t[i].layer = l;
       t[i].offset = at;
       t[i].capacity = layer_size(s, l);
@@ -276,7 +280,7 @@ static void test_cancel_and_close_under_a_read(void) {
 
   /* Cancelled: every target either read whole and right, or "cancelled". */
   auxstore_host_read_t* r = NULL;
-  CHECK_OK(auxstore_host_read_start(g_db, g_ns, t, n, &r, &err));
+  CHECK_OK(auxstore_host_read_start(g_db, t, n, &r, &err));
   auxstore_host_read_cancel(r);
   for (size_t i = 0; i < n; ++i) {
     const int rc = auxstore_host_read_wait_target(r, i, NULL, &err);
@@ -295,7 +299,7 @@ static void test_cancel_and_close_under_a_read(void) {
 
   /* The store handle closed while a read runs: the read keeps the store. */
   memset(buf, 0, at);
-  CHECK_OK(auxstore_host_read_start(g_db, g_ns, t, n, &r, &err));
+  CHECK_OK(auxstore_host_read_start(g_db, t, n, &r, &err));
   auxstore_close(g_db);
   g_db = NULL;
   CHECK_OK(auxstore_host_read_wait(r, &err));
@@ -357,13 +361,23 @@ static void test_damaged_layer_among_healthy_ones(void) {
   CHECK(mkdir(dir, 0700) == 0);
   open_store(dir);
   if (g_db == NULL) return;
-  /* The big snapshot alone in the store's table files, damaged; the healthy
-   * ones written after the reopen, so no damaged block holds theirs. */
+  /* The big snapshot alone in the store's table files, damaged, in the
+   * namespace whose records sort first; the healthy ones in the other,
+   * written after the reopen. (A healthy record sorting before the damaged
+   * file's keys would hit its block too: see the report of issue 24.) */
+  const uint64_t first_ns = g_ns;
+  uint64_t other_ns = 0;
+  auxstore_geometry_t g = {0, 0, 0, 0, 0.0f, 0.0f, 0, 0};
+  CHECK_OK(auxstore_register_namespace(g_db, "host-read-other", &g, &other_ns, &err));
+  const uint64_t damaged_ns = first_ns < other_ns ? first_ns : other_ns;
+  const uint64_t healthy_ns = first_ns < other_ns ? other_ns : first_ns;
+  g_ns = damaged_ns;
   put_snapshot(3, 1, big_size);
   auxstore_close(g_db);
   CHECK(damage_largest_sst(dir));
   open_store(dir);
   if (g_db == NULL) return;
+  g_ns = healthy_ns;
   for (uint32_t s = 0; s < 3; ++s) put_snapshot(s, kLayers, layer_size);
 
   enum { n = 3 * kLayers + 1 };
@@ -373,6 +387,7 @@ static void test_damaged_layer_among_healthy_ones(void) {
   for (size_t i = 0; i < n; ++i) {
     snap[i] = (uint32_t)(i / kLayers);
     prefix_of(snap[i], t[i].prefix);
+    t[i].ns = i == n - 1 ? damaged_ns : healthy_ns;
     t[i].layer = (uint32_t)(i % kLayers);
     t[i].offset = at;
     t[i].capacity = i == n - 1 ? big_size(3, 0) : layer_size(snap[i], t[i].layer);
@@ -384,7 +399,7 @@ static void test_damaged_layer_among_healthy_ones(void) {
   CHECK_OK(auxstore_register_host_buffer(g_db, buf, at, &hb, &err));
   for (size_t i = 0; i < n; ++i) t[i].buffer = hb;
   auxstore_host_read_t* r = NULL;
-  CHECK_OK(auxstore_host_read_start(g_db, g_ns, t, n, &r, &err));
+  CHECK_OK(auxstore_host_read_start(g_db, t, n, &r, &err));
   CHECK_ERR(auxstore_host_read_wait(r, &err), AUXSTORE_CORRUPTION, "targets[12]");
   for (uint32_t s = 0; s < 3; ++s)
     CHECK_OK(auxstore_host_read_wait_snapshot(r, t[s * kLayers].prefix, &err));
@@ -397,8 +412,8 @@ static void test_damaged_layer_among_healthy_ones(void) {
   }
   auxstore_host_read_release(r);
   uint8_t found = 1;
-  CHECK_OK(auxstore_get_manifests(g_db, g_ns, (const uint8_t(*)[16])t[n - 1].prefix, 1, &found,
-                                  NULL, &err));
+  CHECK_OK(auxstore_get_manifests(g_db, damaged_ns, (const uint8_t(*)[16])t[n - 1].prefix, 1,
+                                  &found, NULL, &err));
   CHECK(found == 0); /* quarantined */
   CHECK_OK(auxstore_unregister_host_buffer(hb, &err));
   auxstore_close(g_db);

@@ -37,6 +37,8 @@ from ._auxstore import (  # noqa: E402,F401
     Geometry,
     InternalError,
     InvalidArgumentError,
+    HostBuffer,
+    HostRead,
     IoError,
     LayerInfo,
     Manifest,

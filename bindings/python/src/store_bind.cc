@@ -123,6 +123,7 @@ void RegisterStore(py::module_& m) {
   RegisterStoreReads(store);
   RegisterStoreLeases(store);
   RegisterStoreConnector(store);
+  RegisterHostReads(m, store);
   RegisterFunctions(m);
 }
 

@@ -29,6 +29,8 @@ void RegisterStoreLookups(StoreClass& store);    // store_read.cc: lookups, mani
 void RegisterStoreReads(StoreClass& store);      // store_read.cc: layers into caller buffers
 void RegisterStoreLeases(StoreClass& store);     // store_bind.cc
 void RegisterStoreConnector(StoreClass& store);  // store_connector.cc: batched exists, leases
-void RegisterFunctions(py::module_& m);          // functions.cc: prefix hashes, code names, ...
+void RegisterHostReads(py::module_& m,
+                       StoreClass& store);  // host_reads.cc: registered host buffers
+void RegisterFunctions(py::module_& m);     // functions.cc: prefix hashes, code names, ...
 
 }  // namespace auxpy
