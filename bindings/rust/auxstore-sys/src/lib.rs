@@ -135,6 +135,10 @@ opaque_handles! {
     auxstore_pipeline_t;
     /// A running (or finished) restore.
     auxstore_restore_handle_t;
+    /// An engine's host buffer registered with a store (a read target).
+    auxstore_host_buffer_t;
+    /// A batched read into registered host buffers.
+    auxstore_host_read_t;
 }
 
 // ---- plain types ------------------------------------------------------------------------
@@ -305,6 +309,25 @@ pub struct auxstore_put_options_t {
     pub n_blocks: usize,
     /// Tokens per block of the chain.
     pub block_size: u32,
+}
+
+/// One layer of one snapshot into `[offset, offset + capacity)` of a
+/// registered host buffer ([`auxstore_host_read_start`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct auxstore_host_read_target_t {
+    /// The snapshot's namespace.
+    pub ns: u64,
+    /// The snapshot's prefix.
+    pub prefix: [u8; 16],
+    /// The layer to read.
+    pub layer: u32,
+    /// The registered buffer it goes into.
+    pub buffer: *mut auxstore_host_buffer_t,
+    /// Where in the buffer.
+    pub offset: usize,
+    /// Bytes it may take there.
+    pub capacity: usize,
 }
 
 /// One layer into memory the caller provides.
@@ -630,6 +653,28 @@ c_api! {
     /// array after array; the whole layer is verified, only those rows copied. `*size` (may be NULL)
     /// the bytes written, `*rows` (may be NULL) the layer's rows in all.
     pub fn auxstore_read_layer_rows(db: *mut auxstore_t, ns: u64, prefix: *const u8, layer: u32, first_row: u64, last_row: u64, dst: *mut c_void, capacity: usize, size: *mut usize, rows: *mut u64, errmsg: *mut *mut c_char) -> c_int;
+    /// Registers `size` bytes at `data` with `db` as a read target (docs/c-abi.md).
+    pub fn auxstore_register_host_buffer(db: *mut auxstore_t, data: *mut c_void, size: usize, out: *mut *mut auxstore_host_buffer_t, errmsg: *mut *mut c_char) -> c_int;
+    /// Unregisters it; `AUXSTORE_BUSY` while an unreleased read targets it.
+    pub fn auxstore_unregister_host_buffer(buffer: *mut auxstore_host_buffer_t, errmsg: *mut *mut c_char) -> c_int;
+    /// Starts reading `n` targets into registered buffers; returns at once with `*out`.
+    pub fn auxstore_host_read_start(db: *mut auxstore_t, targets: *const auxstore_host_read_target_t, n: usize, out: *mut *mut auxstore_host_read_t, errmsg: *mut *mut c_char) -> c_int;
+    /// 1 when every target is done, 0 while some run, -1 for a handle not live.
+    pub fn auxstore_host_read_poll(read: *const auxstore_host_read_t) -> c_int;
+    /// 1 when target `i` is done, 0 while it runs, -1 for a bad handle or `i`.
+    pub fn auxstore_host_read_target_done(read: *const auxstore_host_read_t, i: usize) -> c_int;
+    /// Waits for target `i`: its result and the layer's size.
+    pub fn auxstore_host_read_wait_target(read: *mut auxstore_host_read_t, i: usize, size: *mut usize, errmsg: *mut *mut c_char) -> c_int;
+    /// Waits for every target of `prefix` (16 bytes): OK or the first failed target's error.
+    pub fn auxstore_host_read_wait_snapshot(read: *mut auxstore_host_read_t, prefix: *const u8, errmsg: *mut *mut c_char) -> c_int;
+    /// Waits for every target: OK or the first failed target's error.
+    pub fn auxstore_host_read_wait(read: *mut auxstore_host_read_t, errmsg: *mut *mut c_char) -> c_int;
+    /// The prefixes whose every target completed since the last call, each once.
+    pub fn auxstore_host_read_finished(read: *mut auxstore_host_read_t, prefixes: *mut [u8; 16], capacity: usize, n: *mut usize, errmsg: *mut *mut c_char) -> c_int;
+    /// Targets not started end `AUXSTORE_UNAVAILABLE` ("cancelled"); returns at once.
+    pub fn auxstore_host_read_cancel(read: *mut auxstore_host_read_t);
+    /// Cancels what has not started, waits for the reads in flight, frees the handle.
+    pub fn auxstore_host_read_release(read: *mut auxstore_host_read_t);
     /// Digest of the exact token sequence (independent of the prefix hash), 16 bytes into `out`.
     pub fn auxstore_token_digest(tokens: *const u32, n_tokens: usize, salt: u64, out: *mut u8, errmsg: *mut *mut c_char) -> c_int;
     /// The CPU reference of the QSA re-pool kernel: blocks `[0, n_blocks)` of `raw_keys` (`ingested
