@@ -30,8 +30,9 @@ class FakeHostKVPool:
 
     def __init__(self, slots, page_size, token_bytes):
         self.page_size, self.token_bytes = page_size, token_bytes
-        self.k = np.zeros((slots, token_bytes), np.uint8)
-        self.v = np.zeros((slots, token_bytes), np.uint8)
+        # One host buffer, k then v, as SGLang's pool keeps its kv_buffer.
+        self.kv_buffer = np.zeros((2, slots, token_bytes), np.uint8)
+        self.k, self.v = self.kv_buffer[0], self.kv_buffer[1]
         self.next_free = 0
 
     def alloc(self, n_pages):

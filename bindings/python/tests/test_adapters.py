@@ -33,6 +33,9 @@ def test_hicache_backup_then_prefetch_every_byte(store_path):
     storage = AuxstoreHiCacheStorage(sglang_config(store_path), {})
     pool = FakeHostKVPool(slots=2048, page_size=4, token_bytes=96)
     ctl = FakeHiCacheController(storage, pool)
+    # The pool's kv_buffer is registered: prefetches read into it with one
+    # asynchronous batched read (read_into_host), not through addresses.
+    assert storage.host_buffer is not None and storage.host_buffer.size == pool.kv_buffer.nbytes
     keys = page_keys(200)  # more than one 128-page batch
     written = pool.alloc(150)
     pool.fill(written, seed=1)

@@ -12,6 +12,17 @@ def host_view(ptr, size):
     return (ctypes.c_ubyte * size).from_address(ptr)
 
 
+def host_address(obj):
+    """The address of a host array or tensor's first byte (numpy's
+    ``ctypes.data``, torch's ``data_ptr()``, else the buffer protocol)."""
+    if hasattr(obj, "data_ptr"):
+        return int(obj.data_ptr())
+    if hasattr(obj, "ctypes"):
+        return int(obj.ctypes.data)
+    view = memoryview(obj)
+    return ctypes.addressof(ctypes.c_char.from_buffer(view))
+
+
 def as_ints(values):
     """A list of ints from a torch tensor, a numpy array or any iterable."""
     if hasattr(values, "tolist"):

@@ -18,7 +18,7 @@ HiCache controller calls from its prefetch / backup threads).
 import auxstore
 
 from .._helpers import key_to_prefix
-from ._host import as_ints, host_view
+from ._host import as_ints, host_address, host_view
 
 try:  # the engine's base class when SGLang is installed (its factory checks it)
     from sglang.srt.mem_cache.hicache_storage import HiCacheStorage as _Base
@@ -66,12 +66,28 @@ class AuxstoreHiCacheStorage(_Base):
             model_id += ":pp%d/%d" % (pp_rank, pp_size)
         self.ns = self.store.register_namespace(model_id, tp_rank=tp_rank, tp_world_size=tp_size)
         self.mem_pool_host = None
+        self.host_buffer = None  # the pool's kv_buffer, registered
+        self._host_base = 0
 
     # -- registration ----------------------------------------------------------
     def register_mem_pool_host(self, mem_pool_host):
         """The host KV pool pages are read into and written from (its
-        ``get_page_buffer_meta(host_indices)`` gives each page's buffers)."""
+        ``get_page_buffer_meta(host_indices)`` gives each page's buffers).
+        Its ``kv_buffer`` (a host tensor or array), when it has one, is
+        registered with the store once: pages inside it are read with one
+        asynchronous batched read (``Store.read_into_host``) instead of
+        through raw addresses."""
         self.mem_pool_host = mem_pool_host
+        if self.host_buffer is not None:
+            self.host_buffer.unregister()
+        self.host_buffer, self._host_base = None, 0
+        kv = getattr(mem_pool_host, "kv_buffer", None)
+        if kv is not None:
+            try:
+                self.host_buffer = self.store.register_host_buffer(kv)
+                self._host_base = host_address(kv)
+            except (ValueError, TypeError, auxstore.AuxstoreError):
+                self.host_buffer = None  # not one host buffer: pages by address
 
     # -- existence ---------------------------------------------------------------
     def batch_exists(self, keys, extra_info=None):
@@ -96,10 +112,43 @@ class AuxstoreHiCacheStorage(_Base):
         return [[host_view(ptrs[i * per + j], sizes[i * per + j]) for j in range(per)]
                 for i in range(len(keys))]
 
+    def _registered_targets(self, keys, host_indices):
+        """(prefix, layer, buffer, offset, capacity) of every page buffer, or
+        None when one lies outside the registered kv_buffer."""
+        if self.host_buffer is None or not keys:
+            return None
+        ptrs, sizes = self.mem_pool_host.get_page_buffer_meta(host_indices)
+        ptrs, sizes = as_ints(ptrs), as_ints(sizes)
+        if len(ptrs) != len(sizes) or len(ptrs) % len(keys) != 0:
+            return None
+        per, base, end = len(ptrs) // len(keys), self._host_base, self.host_buffer.size
+        targets = []
+        for i, k in enumerate(keys):
+            p = key_to_prefix(k)
+            for j in range(per):
+                off, n = ptrs[i * per + j] - base, sizes[i * per + j]
+                if off < 0 or off + n > end:
+                    return None
+                targets.append((p, j, self.host_buffer, off, n))
+        return targets, per
+
     def batch_get_v1(self, keys, host_indices, extra_info=None):
         """Reads each key's page into its host-pool slots; one bool per key
         (False: not stored, or found corrupt and quarantined). The caller
         counts the leading Trues."""
+        registered = self._registered_targets(keys, host_indices)
+        if registered is not None:
+            targets, per = registered
+            with self.store.read_into_host(self.ns, targets) as read:
+                ok = []
+                for i in range(len(keys)):
+                    try:
+                        for j in range(per):
+                            read.wait_target(i * per + j)
+                        ok.append(True)
+                    except auxstore.AuxstoreError:
+                        ok.append(False)
+                return ok
         pages = self._pages(keys, host_indices)
         items = [(key_to_prefix(k), dict(enumerate(views))) for k, views in zip(keys, pages)]
         return list(self.store.batch_read_into(self.ns, items))
@@ -157,6 +206,9 @@ class AuxstoreHiCacheStorage(_Base):
         return self.store.stats().as_dict()
 
     def close(self):
+        if self.host_buffer is not None:
+            self.host_buffer.unregister()
+            self.host_buffer = None
         if self._owns_store:
             self.store.close()
 
