@@ -114,6 +114,11 @@ class DbStore final : public Store {
   rocksdb::Status OpenRocksWith(const rocksdb::DBOptions& db, bool read_only, rocksdb::DB** raw);
   enum class Families { kComplete, kIncomplete };
   Result<Families> CheckFamilies();
+  // After RocksDB refused the MANIFEST: when only its tail is broken
+  // (manifest_tail.h), every later open of this store reads it up to its
+  // last valid record (capped_env_) and this returns true; otherwise false,
+  // with what the scan found in `finding`.
+  bool SkipBrokenManifestTail(std::string& finding);
   // The format version a store with only `families` records, read on a
   // read-only handle of those; nullopt when it has none (or cannot say).
   Result<std::optional<uint64_t>> PeekFormatVersion(const std::vector<std::string>& families);
@@ -292,6 +297,7 @@ class DbStore final : public Store {
   WriterLock lock_;                // a writer's, held until after db_ is closed
   bool had_store_marker_ = false;  // AUXSTORE-LOCK or the watermark before this open
   RocksSetup setup_;
+  std::unique_ptr<rocksdb::Env> capped_env_;  // SkipBrokenManifestTail's; outlives db_
   std::unique_ptr<rocksdb::DB> db_;
   bool db_read_only_ = false;  // db_ came from OpenForReadOnly
   std::vector<rocksdb::ColumnFamilyHandle*> cf_;
