@@ -683,8 +683,8 @@ int auxstore_lookup_leased(auxstore_t* db, uint64_t ns, const uint8_t (*prefixes
  * (released, expired, snapshot erased) are skipped; *released (when not
  * NULL) counts the ones released. Every lease is tried; the first error
  * other than a lease gone is returned. */
-int auxstore_lease_release_many(auxstore_t* db, const uint64_t* leases, size_t n,
-                                size_t* released, char** errmsg);
+int auxstore_lease_release_many(auxstore_t* db, const uint64_t* leases, size_t n, size_t* released,
+                                char** errmsg);
 /* Rows [first_row, last_row) of every array of a QSA or DSA layer (QSA: raw
  * keys; DSA: k_normed, gate, valid) into `dst` (`capacity` bytes): array a's
  * rows after the earlier arrays' rows, each array's rows contiguous. An
@@ -696,9 +696,9 @@ int auxstore_lease_release_many(auxstore_t* db, const uint64_t* leases, size_t n
  * all. AUXSTORE_INVALID_ARGUMENT for an opaque layer; AUXSTORE_OUT_OF_RANGE
  * (nothing read) for a bad range or a too-small capacity; AUXSTORE_CORRUPTION
  * quarantines the snapshot (dst then holds partial bytes). */
-int auxstore_read_layer_rows(auxstore_t* db, uint64_t ns, const uint8_t prefix[16],
-                             uint32_t layer, uint64_t first_row, uint64_t last_row, void* dst,
-                             size_t capacity, size_t* size, uint64_t* rows, char** errmsg);
+int auxstore_read_layer_rows(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], uint32_t layer,
+                             uint64_t first_row, uint64_t last_row, void* dst, size_t capacity,
+                             size_t* size, uint64_t* rows, char** errmsg);
 
 /* ---- engine host memory: registered buffers, batched async reads ---------- */
 /* An engine's host buffer (its KV / aux host pool), registered once with a
