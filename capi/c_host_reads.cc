@@ -49,6 +49,10 @@ struct auxstore_host_read_t {
     uint32_t layer = 0;
     std::shared_ptr<auxstore_host_buffer_t> buffer;
     std::span<uint8_t> dst;
+    // A put (auxstore_host_put_start) instead of a read: its layers.
+    bool put = false;
+    uint64_t token_count = 0;
+    std::vector<auxstore::LayerBlob> layers;
     size_t snapshot = 0;  // index into snapshots
     // Under mu:
     bool done = false;
@@ -96,6 +100,8 @@ boost::asio::thread_pool& HostPool(auxstore_t& db) {
 
 std::string TargetName(size_t i) { return "targets[" + std::to_string(i) + "]"; }
 
+Status Group(auxstore_host_read_t& read);
+
 // Checks every target against its registered buffer; the read's targets,
 // snapshots and buffers (not yet counted as busy).
 Status Plan(const std::shared_ptr<auxstore_t>& db, const auxstore_host_read_target_t* targets,
@@ -139,6 +145,11 @@ Status Plan(const std::shared_ptr<auxstore_t>& db, const auxstore_host_read_targ
                                      " in the same buffer");
     }
   }
+  return Group(read);
+}
+
+// Groups the read's targets by snapshot and collects its distinct buffers.
+Status Group(auxstore_host_read_t& read) {
   for (auxstore_host_read_t::Target& t : read.targets) {
     auto it = std::find_if(read.snapshots.begin(), read.snapshots.end(),
                            [&](const auto& s) { return s.ns == t.ns && s.prefix == t.prefix; });
@@ -154,6 +165,51 @@ Status Plan(const std::shared_ptr<auxstore_t>& db, const auxstore_host_read_targ
   }
   read.pending = read.targets.size();
   return Status::Ok();
+}
+
+// Checks every snapshot's layers against their registered buffers; one
+// target per snapshot.
+Status PlanPuts(const std::shared_ptr<auxstore_t>& db, const auxstore_host_put_t* snapshots,
+                size_t n, auxstore_host_read_t& read) {
+  for (size_t i = 0; i < n; ++i) {
+    const auxstore_host_put_t& p = snapshots[i];
+    const std::string name = "snapshots[" + std::to_string(i) + "]";
+    if (p.n_layers > 0 && p.layers == nullptr) {
+      return Status::InvalidArgument(name + ".layers is NULL");
+    }
+    auxstore_host_read_t::Target target;
+    target.put = true;
+    target.ns = p.ns;
+    target.prefix = ToPrefix(p.prefix);
+    target.token_count = p.token_count;
+    for (size_t k = 0; k < p.n_layers; ++k) {
+      const auxstore_host_layer_t& l = p.layers[k];
+      const std::string at = name + ".layers[" + std::to_string(k) + "]";
+      if (l.kind < AUXSTORE_KIND_QSA || l.kind > AUXSTORE_KIND_OPAQUE) {
+        return Status::InvalidArgument(at + ".kind is " + std::to_string(l.kind) +
+                                       ", not a known kind (1 QSA, 2 DSA, 3 opaque)");
+      }
+      auto buffer = Live(l.buffer, (at + ".buffer").c_str());
+      if (!buffer.ok()) return buffer.status();
+      if ((*buffer)->db != db) {
+        return Status::InvalidArgument(at + ".buffer is registered with another store");
+      }
+      const size_t size = (*buffer)->size;
+      if (l.offset > size || l.size > size - l.offset) {
+        return Status::InvalidArgument(
+            at + ": [" + std::to_string(l.offset) + ", offset + " + std::to_string(l.size) +
+            ") is outside its registered buffer of " + std::to_string(size) + " bytes");
+      }
+      target.layers.push_back(
+          {l.layer, static_cast<auxstore::Kind>(l.kind), {(*buffer)->data + l.offset, l.size}});
+      if (target.buffer == nullptr) target.buffer = *buffer;
+      if (std::find(read.buffers.begin(), read.buffers.end(), *buffer) == read.buffers.end()) {
+        read.buffers.push_back(*buffer);
+      }
+    }
+    read.targets.push_back(std::move(target));
+  }
+  return Group(read);
 }
 
 // Marks every buffer busy, unless one was unregistered meanwhile.
@@ -178,6 +234,11 @@ Status MarkBusy(const auxstore_host_read_t& read) {
 void auxstore_host_read_t::Run(size_t i) {
   Target& t = targets[i];
   if (cancelled.load()) return Finish(i, Status::Unavailable("cancelled"), 0);
+  if (t.put) {
+    size_t bytes = 0;
+    for (const auto& l : t.layers) bytes += l.bytes.size();
+    return Finish(i, db->store->PutSnapshot(t.ns, t.prefix, t.token_count, t.layers), bytes);
+  }
   // One verified copy, from the store's block into the engine's buffer
   // (ReadLayerInto reads through the layer reader's ReadInto).
   Result<uint64_t> got = db->store->ReadLayerInto(t.ns, t.prefix, t.layer, t.dst);
@@ -188,9 +249,9 @@ void auxstore_host_read_t::Run(size_t i) {
 void auxstore_host_read_t::Finish(size_t i, Status status, size_t size) {
   std::lock_guard lock(mu);
   Target& t = targets[i];
-  t.status = status.ok()
-                 ? status
-                 : status.WithContext(TargetName(i) + " (layer " + std::to_string(t.layer) + ")");
+  const std::string what = t.put ? "snapshots[" + std::to_string(i) + "]"
+                                 : TargetName(i) + " (layer " + std::to_string(t.layer) + ")";
+  t.status = status.ok() ? status : status.WithContext(what);
   t.size = size;
   t.done = true;
   --snapshots[t.snapshot].pending;
@@ -241,6 +302,24 @@ int auxstore_host_read_start(auxstore_t* db, const auxstore_host_read_target_t* 
     auto read = std::make_shared<auxstore_host_read_t>();
     read->db = d;
     AUXSTORE_RETURN_IF_ERROR(Plan(d, targets, n, *read));
+    AUXSTORE_RETURN_IF_ERROR(MarkBusy(*read));
+    boost::asio::thread_pool& pool = HostPool(*d);
+    auxstore_host_read_t* r = read.get();
+    *out = auxstore::capi::NewHandle(std::move(read));
+    for (size_t i = 0; i < n; ++i) boost::asio::post(pool, [r, i] { r->Run(i); });
+    return Status::Ok();
+  });
+}
+
+int auxstore_host_put_start(auxstore_t* db, const auxstore_host_put_t* snapshots, size_t n,
+                            auxstore_host_read_t** out, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_ASSIGN_OR_RETURN(auto d, Live(db, "db"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(out, "out"));
+    if (n > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(snapshots, "snapshots"));
+    auto read = std::make_shared<auxstore_host_read_t>();
+    read->db = d;
+    AUXSTORE_RETURN_IF_ERROR(PlanPuts(d, snapshots, n, *read));
     AUXSTORE_RETURN_IF_ERROR(MarkBusy(*read));
     boost::asio::thread_pool& pool = HostPool(*d);
     auxstore_host_read_t* r = read.get();

@@ -741,6 +741,36 @@ typedef struct auxstore_host_read_t auxstore_host_read_t;
  * (Options work_threads threads, at least 2). */
 int auxstore_host_read_start(auxstore_t* db, const auxstore_host_read_target_t* targets, size_t n,
                              auxstore_host_read_t** out, char** errmsg);
+/* Snapshots from registered memory (write-behind puts, LMCache's
+ * batched_submit_put_task, Mooncake's batch_put_from): one layer's bytes
+ * [offset, offset + size) of a registered buffer. */
+typedef struct auxstore_host_layer_t {
+  uint32_t layer;
+  uint32_t kind; /* AUXSTORE_KIND_* */
+  auxstore_host_buffer_t* buffer;
+  size_t offset;
+  size_t size;
+} auxstore_host_layer_t;
+typedef struct auxstore_host_put_t {
+  uint64_t ns;
+  uint8_t prefix[16];
+  uint64_t token_count;
+  size_t n_layers;
+  const auxstore_host_layer_t* layers;
+} auxstore_host_put_t;
+/* Starts putting `n` snapshots whose layers lie in registered buffers and
+ * returns at once with a handle of the same calls as a read: target i is
+ * snapshot i (auxstore_host_read_wait_target: its result, *size its bytes;
+ * _wait_snapshot by prefix; _finished; _poll). Every layer is checked first
+ * (a known kind, its buffer live and of `db`, [offset, offset + size) inside
+ * it): AUXSTORE_INVALID_ARGUMENT naming it, nothing written. Each put is
+ * auxstore_put_snapshot's (validated against the namespace's geometry,
+ * durable or crash-safe per the store's durability, a stored prefix OK
+ * without a write), on the store handle's pool, straight from the
+ * registered memory: the engine must not change those bytes until the
+ * snapshot's put is done. */
+int auxstore_host_put_start(auxstore_t* db, const auxstore_host_put_t* snapshots, size_t n,
+                            auxstore_host_read_t** out, char** errmsg);
 /* 1 when every target is done, 0 while some run (-1 for a handle not live). */
 int auxstore_host_read_poll(const auxstore_host_read_t* read);
 /* 1 when target `i` is done, 0 while it runs (-1: handle not live or i >= n). */

@@ -330,6 +330,39 @@ pub struct auxstore_host_read_target_t {
     pub capacity: usize,
 }
 
+/// One layer's bytes `[offset, offset + size)` of a registered host buffer
+/// ([`auxstore_host_put_start`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct auxstore_host_layer_t {
+    /// The layer index.
+    pub layer: u32,
+    /// `AUXSTORE_KIND_*`.
+    pub kind: u32,
+    /// The registered buffer holding its bytes.
+    pub buffer: *mut auxstore_host_buffer_t,
+    /// Where in the buffer.
+    pub offset: usize,
+    /// Its bytes.
+    pub size: usize,
+}
+
+/// One snapshot to put from registered memory ([`auxstore_host_put_start`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct auxstore_host_put_t {
+    /// The namespace.
+    pub ns: u64,
+    /// The prefix.
+    pub prefix: [u8; 16],
+    /// Tokens the snapshot covers.
+    pub token_count: u64,
+    /// Layers at `layers`.
+    pub n_layers: usize,
+    /// The layers.
+    pub layers: *const auxstore_host_layer_t,
+}
+
 /// One layer into memory the caller provides.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -659,6 +692,8 @@ c_api! {
     pub fn auxstore_unregister_host_buffer(buffer: *mut auxstore_host_buffer_t, errmsg: *mut *mut c_char) -> c_int;
     /// Starts reading `n` targets into registered buffers; returns at once with `*out`.
     pub fn auxstore_host_read_start(db: *mut auxstore_t, targets: *const auxstore_host_read_target_t, n: usize, out: *mut *mut auxstore_host_read_t, errmsg: *mut *mut c_char) -> c_int;
+    /// Starts putting `n` snapshots whose layers lie in registered buffers; target i is snapshot i.
+    pub fn auxstore_host_put_start(db: *mut auxstore_t, snapshots: *const auxstore_host_put_t, n: usize, out: *mut *mut auxstore_host_read_t, errmsg: *mut *mut c_char) -> c_int;
     /// 1 when every target is done, 0 while some run, -1 for a handle not live.
     pub fn auxstore_host_read_poll(read: *const auxstore_host_read_t) -> c_int;
     /// 1 when target `i` is done, 0 while it runs, -1 for a bad handle or `i`.
