@@ -210,6 +210,63 @@ void RegisterHostReads(py::module_& m, StoreClass& store) {
       "a read target: a HostBuffer, which holds the array.");
 
   store.def(
+      "put_from_host",
+      [](Store& s, IntArg ns_arg, py::iterable snapshots) {
+        const uint64_t ns = ToU64(ns_arg, "ns");
+        std::vector<auxstore_host_put_t> puts;
+        std::vector<std::vector<auxstore_host_layer_t>> layers;
+        std::vector<std::shared_ptr<HostBuffer>> held;
+        for (py::handle item : snapshots) {
+          const std::string name = "snapshots[" + std::to_string(puts.size()) + "]";
+          const py::tuple t = py::reinterpret_borrow<py::object>(item).cast<py::tuple>();
+          if (t.size() != 3) {
+            throw py::type_error(name +
+                                 " must be (prefix, token_count, [(layer, kind, "
+                                 "host_buffer, offset, size), ...])");
+          }
+          auxstore_host_put_t p{};
+          p.ns = ns;
+          const Prefix prefix = ToPrefix(t[0], name.c_str());
+          std::memcpy(p.prefix, prefix.data(), 16);
+          p.token_count = ToU64(t[1].cast<IntArg>(), "token_count");
+          std::vector<auxstore_host_layer_t> ls;
+          for (py::handle l : t[2].cast<py::iterable>()) {
+            const py::tuple lt = py::reinterpret_borrow<py::object>(l).cast<py::tuple>();
+            if (lt.size() != 5 || !py::isinstance<HostBuffer>(lt[2])) {
+              throw py::type_error(name + ": a layer is (layer, kind, host_buffer, offset, size)");
+            }
+            auto b = lt[2].cast<std::shared_ptr<HostBuffer>>();
+            ls.push_back({ToU32(lt[0].cast<IntArg>(), "layer"), ToKind(lt[1]), b->handle(),
+                          static_cast<size_t>(ToU64(lt[3].cast<IntArg>(), "offset")),
+                          static_cast<size_t>(ToU64(lt[4].cast<IntArg>(), "size"))});
+            held.push_back(std::move(b));
+          }
+          layers.push_back(std::move(ls));
+          puts.push_back(p);
+        }
+        for (size_t i = 0; i < puts.size(); ++i) {
+          puts[i].n_layers = layers[i].size();
+          puts[i].layers = layers[i].empty() ? nullptr : layers[i].data();
+        }
+        auxstore_host_read_t* h = nullptr;
+        WithoutGil([&] {
+          s.With([&](auxstore_t* db) {
+            Check([&](char** e) {
+              return auxstore_host_put_start(db, puts.empty() ? nullptr : puts.data(), puts.size(),
+                                             &h, e);
+            });
+          });
+        });
+        return std::make_shared<HostRead>(h, std::move(held), puts.size());
+      },
+      py::arg("ns"), py::arg("snapshots"),
+      "Starts putting (prefix, token_count, [(layer, kind, host_buffer, offset, size), ...]) "
+      "snapshots straight from registered host buffers (write-behind) and returns a HostRead "
+      "at once: target i is snapshot i (wait_target(i) -> its bytes). Every layer is checked "
+      "first (InvalidArgumentError naming it, nothing written). Do not change those bytes "
+      "until the snapshot's put is done.");
+
+  store.def(
       "read_into_host",
       [](Store& s, IntArg ns_arg, py::iterable targets) {
         const uint64_t ns = ToU64(ns_arg, "ns");

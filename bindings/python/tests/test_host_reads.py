@@ -178,3 +178,29 @@ def test_damaged_layer_among_healthy_ones(store_path):
                       [layer_bytes(s, l) for s in (0, 1) for l in range(LAYERS)] + [None])
         assert store.count_leading_stored(damaged_ns, [prefix(50)]) == 0  # quarantined
         buf.unregister()
+
+
+def test_puts_from_registered_memory(store):
+    ns = store.register_namespace("host-model", auxstore.Geometry())
+    blobs = [[layer_bytes(10 + s, l) for l in range(LAYERS)] for s in range(4)]
+    array = np.concatenate([b for snap in blobs for b in snap])
+    buf = store.register_host_buffer(array)
+    snapshots, at = [], 0
+    for s, snap in enumerate(blobs):
+        layers = []
+        for l, b in enumerate(snap):
+            layers.append((l, "opaque", buf, at, b.size))
+            at += b.size
+        snapshots.append((prefix(100 + s), 64, layers))
+    bad = [(prefix(100), 64, [(0, "opaque", buf, at - 10, 20)])]
+    with pytest.raises(auxstore.InvalidArgumentError, match=r"snapshots\[0\]\.layers\[0\]: \["):
+        store.put_from_host(ns, bad)
+    assert store.count_leading_stored(ns, [prefix(100)]) == 0  # nothing written
+    with store.put_from_host(ns, snapshots) as put:
+        assert put.wait_target(1) == sum(b.size for b in blobs[1])
+        put.wait()
+        assert put.finished() == [prefix(100 + s) for s in range(4)]
+    for s, snap in enumerate(blobs):
+        for l, b in enumerate(snap):
+            assert np.array_equal(np.frombuffer(store.get_layer(ns, prefix(100 + s), l), np.uint8), b)
+    buf.unregister()
