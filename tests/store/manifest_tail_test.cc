@@ -3,6 +3,8 @@
 // damage in the middle is refused, every acknowledged snapshot stays exact.
 #include "store/manifest_tail.h"
 
+#include <rocksdb/db.h>
+
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -137,6 +139,62 @@ TEST_F(ManifestTailTest, ZerosAfterTheLastRecordAreFineAsTheyAre) {
   const auto scan = si::ScanManifestBytes(bytes_ + std::string(100, '\0'));
   EXPECT_EQ(scan.verdict, Verdict::kIntact) << scan.why;
   EXPECT_EQ(scan.valid_bytes, bytes_.size());
+}
+
+// A MANIFEST across blocks: a RocksDB database whose one edit is 40 KB (a
+// column family's name), so RocksDB writes it as fragments over a block
+// boundary, then a small edit after it.
+TEST(ManifestTailScan, FindsTheTailOfAManifestAcrossBlocks) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("db");
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(options, path, &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  const std::string manifest = path + "/" + std::string(si::ReadCurrent(path)).substr(0, 15);
+  const auto size = [&] { return std::filesystem::file_size(manifest); };
+  std::vector<rocksdb::ColumnFamilyHandle*> handles(2);
+  const uint64_t before_big = size();
+  ASSERT_TRUE(db->CreateColumnFamily({}, std::string(40000, 'x'), &handles[0]).ok());
+  const uint64_t after_big = size();
+  ASSERT_TRUE(db->CreateColumnFamily({}, "small", &handles[1]).ok());
+  const uint64_t after_small = size();
+  for (auto* h : handles) ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  const std::string bytes = ReadAll(manifest);
+  ASSERT_EQ(bytes.size(), after_small);
+  ASSERT_GT(after_big, 32768u);
+  ASSERT_LT(before_big, 32768u);
+
+  auto scan = si::ScanManifestBytes(bytes);
+  EXPECT_EQ(scan.verdict, Verdict::kIntact) << scan.why;
+  EXPECT_EQ(scan.valid_bytes, bytes.size());
+
+  std::string tail = bytes;
+  tail[tail.size() - 1] ^= 0x01;
+  scan = si::ScanManifestBytes(tail);
+  EXPECT_EQ(scan.verdict, Verdict::kBrokenTail) << scan.why;
+  EXPECT_EQ(scan.valid_bytes, after_big);
+
+  std::string middle = bytes;
+  middle[after_big - 3] ^= 0x01;  // the big edit's last fragment, in the second block
+  scan = si::ScanManifestBytes(middle);
+  EXPECT_EQ(scan.verdict, Verdict::kBrokenMiddle) << scan.why;
+  EXPECT_EQ(scan.valid_bytes, before_big);
+
+  // Cut inside the big edit, past the block boundary: RocksDB drops the
+  // incomplete edit, and so does the scan.
+  scan = si::ScanManifestBytes(std::string_view(bytes).substr(0, 33000));
+  EXPECT_EQ(scan.verdict, Verdict::kIntact) << scan.why;
+  EXPECT_EQ(scan.valid_bytes, before_big);
+  // Garbage over the big edit's second fragment, nothing after: a tail.
+  std::string garbage = bytes.substr(0, after_big);
+  garbage[after_big - 3] ^= 0x01;
+  scan = si::ScanManifestBytes(garbage);
+  EXPECT_EQ(scan.verdict, Verdict::kBrokenTail) << scan.why;
+  EXPECT_EQ(scan.valid_bytes, before_big);
 }
 
 TEST_F(ManifestTailTest, AStoreWithAGarbledUnsyncedEditOpensWithEverySnapshotExact) {
