@@ -223,7 +223,9 @@ class DbStore final : public Store {
   struct ReadMode {
     // Pieces read ahead on read_pool_ while the caller verifies the ones
     // before (ReadLayer's streaming; every block read then stays pinned
-    // until the reader goes); 0: each read where it is asked for.
+    // until the reader goes, but for pieces of 1 MiB and more, each held by
+    // an iterator of its own until the next read); 0: each read where it is
+    // asked for.
     size_t read_ahead = 0;
     // Verify's reads: damage is decided as always, but nothing is
     // quarantined and nothing counted in Stats::bytes_read.

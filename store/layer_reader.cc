@@ -40,12 +40,33 @@ std::string Where(NamespaceId ns, const Prefix& prefix) {
 // the reader goes, every block read held meanwhile. Read-ahead reads
 // pieces of different owners on pool threads at once: each owner has its
 // own lock.
+//
+// Except large pieces read ahead: each gets an iterator of its own, handed
+// to the caller with the value and dropped when the caller moves on. Pinned
+// in the owner's iterator, a 64 MiB layer held 16 blocks of 6 MiB, more than
+// the block pool keeps, so every layer faulted fresh buffers in again; and
+// the read-ahead tasks took turns on the owner's lock, one read in flight
+// (bench/RESULTS.md, issue 25). An iterator per multi-MiB piece costs
+// nothing beside its read, holds one block, and reads in parallel.
 class DbStore::PieceReader {
  public:
   PieceReader(DbStore& s, NamespaceId ns, bool pin) : s_(s), ns_(ns), pin_(pin) {}
 
-  // The record of `piece` (of layer `layer`): NotFound when absent.
-  Status Read(uint32_t layer, const LayerPiece& piece, rocksdb::Slice* value) {
+  // Pieces read ahead of at least this many bytes get their own iterator.
+  static constexpr uint64_t kOwnIteratorBytes = 1u << 20;
+
+  // The record of `piece` (of layer `layer`): NotFound when absent. A large
+  // piece read ahead comes with `own`, the iterator holding its block.
+  Status Read(uint32_t layer, const LayerPiece& piece, rocksdb::Slice* value,
+              std::unique_ptr<PinnedRecord>* own) {
+    if (pin_ && piece.bytes >= kOwnIteratorBytes) {
+      auto record = std::make_unique<PinnedRecord>();
+      AUXSTORE_RETURN_IF_ERROR(
+          s_.PinRecord(RecordKey(ns_, piece.owner, layer, piece.array, piece.chunk), record.get()));
+      *value = record->value;
+      *own = std::move(record);
+      return Status::Ok();
+    }
     Owner* o;
     {
       std::lock_guard lock(mu_);
@@ -149,7 +170,8 @@ class DbStore::LayerCursor final : public LayerReader {
  private:
   struct Fetched {
     Status status;
-    rocksdb::Slice value;  // held by records_
+    rocksdb::Slice value;               // held by records_, or by `own`
+    std::unique_ptr<PinnedRecord> own;  // a large piece's own iterator
   };
 
   Status CanRead() const {
@@ -166,6 +188,7 @@ class DbStore::LayerCursor final : public LayerReader {
   Result<ByteSpan> ReadNext(std::span<uint8_t> copy_to) {
     const LayerPiece& piece = pieces_[next_];
     Fetched f = Take();
+    current_ = std::move(f.own);  // the previous piece's block goes
     Status st = std::move(f.status);
     if (st.IsNotFound()) {
       st = Status::Corruption("snapshot is torn: missing " + PieceWhere(piece));
@@ -210,7 +233,7 @@ class DbStore::LayerCursor final : public LayerReader {
 
   Fetched Fetch(size_t i) {
     Fetched f;
-    f.status = records_.Read(entry_.layer, pieces_[i], &f.value);
+    f.status = records_.Read(entry_.layer, pieces_[i], &f.value, &f.own);
     return f;
   }
 
@@ -263,6 +286,7 @@ class DbStore::LayerCursor final : public LayerReader {
   LayerHasher hasher_;
   PieceReader records_;
   std::deque<std::future<Fetched>> ahead_;  // pieces [posted_ - size, posted_)
+  std::unique_ptr<PinnedRecord> current_;   // the last piece read, when it has its own iterator
   size_t next_ = 0;
   size_t posted_ = 0;  // pieces below it are read or being read
   Status failed_;

@@ -217,5 +217,42 @@ TEST_F(LayerReaderTest, AMissingLayerIsNotFoundAndAnEmptyLayerIsDoneAtOnce) {
   EXPECT_TRUE(r->pieces().empty());
 }
 
+// ReadLayer reads ahead; a piece of 1 MiB or more is then read through an
+// iterator of its own, held only until the next piece (layer_reader.cc).
+TEST_F(LayerReaderTest, ReadLayerStreamsMultiMiBPiecesInOrderAndStopsAtTheDamagedOne) {
+  options_.chunk_bytes = 1u << 20;
+  Reopen();
+  const Prefix p = PrefixFromSeed(1), other = PrefixFromSeed(2);
+  const auto blob = PutOpaque(p, 5 * options_.chunk_bytes + 123, 1);
+  const auto kept = PutOpaque(other, 2 * options_.chunk_bytes, 2);
+  std::vector<uint8_t> got;
+  ASSERT_TRUE(store_
+                  ->ReadLayer(ns_, p, 0,
+                              [&](uint64_t offset, ByteSpan piece) {
+                                EXPECT_EQ(offset, got.size()) << "pieces out of order";
+                                got.insert(got.end(), piece.begin(), piece.end());
+                                return Status::Ok();
+                              })
+                  .ok());
+  EXPECT_EQ(got, blob);
+
+  const std::string key = ChunkKey(p, 3);
+  Close();
+  testing::RewriteRecord(path(), key, [](std::string* v) { (*v)[v->size() / 2] ^= 0x10; });
+  Open();
+  std::vector<uint64_t> yielded;
+  const Status st = store_->ReadLayer(ns_, p, 0, [&](uint64_t offset, ByteSpan piece) {
+    EXPECT_TRUE(std::equal(piece.begin(), piece.end(), blob.begin() + offset));
+    yielded.push_back(offset);
+    return Status::Ok();
+  });
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_NE(st.message().find("chunk 3"), std::string::npos) << st.message();
+  EXPECT_EQ(yielded, (std::vector<uint64_t>{0, 1u << 20, 2u << 20})) << "nothing from chunk 3 on";
+  EXPECT_EQ(store_->Stats().quarantines, 1u);
+  EXPECT_TRUE(store_->GetManifest(ns_, p).status().IsNotFound());
+  EXPECT_EQ(store_->GetLayer(ns_, other, 0).value(), kept) << "only the damaged snapshot goes";
+}
+
 }  // namespace
 }  // namespace auxstore
