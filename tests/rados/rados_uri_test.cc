@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 namespace auxstore::rados {
 namespace {
 
@@ -47,6 +49,8 @@ struct BadUri {
   const char* uri;
   const char* names;  // the message must contain this
 };
+// Test names show the URI, not the struct's pointer bytes.
+void PrintTo(const BadUri& b, std::ostream* os) { *os << '"' << b.uri << '"'; }
 
 class RadosUriRefuses : public testing::TestWithParam<BadUri> {};
 
