@@ -109,5 +109,4 @@ std::string ReadCurrent(const std::string& dir);
 // flush that replaces it is in the MANIFEST).
 std::string ChangeFingerprint(const std::string& dir);
 
-
 }  // namespace auxstore::store_internal
