@@ -10,34 +10,7 @@
 #include <string.h>
 
 #include "auxstore/c.h"
-
-static int g_failures = 0;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++g_failures;                                                            \
-    }                                                                          \
-  } while (0)
-
-static char* err = NULL;
-
-/* The call returned `want`, with a message containing `needle`. Frees it. */
-static void check_err(int got, int want, const char* needle, int line) {
-  if (got != want) {
-    fprintf(stderr, "line %d: code %d (%s), want %d (%s); message: %s\n", line, got,
-            auxstore_code_name(got), want, auxstore_code_name(want), err ? err : "(none)");
-    ++g_failures;
-  } else if (want != AUXSTORE_OK && (err == NULL || strstr(err, needle) == NULL)) {
-    fprintf(stderr, "line %d: message '%s' lacks '%s'\n", line, err ? err : "(none)", needle);
-    ++g_failures;
-  }
-  auxstore_free(err);
-  err = NULL;
-}
-#define CHECK_ERR(call, want, needle) check_err((call), (want), (needle), __LINE__)
-#define CHECK_OK(call) CHECK_ERR(call, AUXSTORE_OK, "")
+#include "c_check.h"
 
 static void to_hex(const uint8_t p[16], char out[33]) {
   for (int i = 0; i < 16; ++i) snprintf(out + 2 * i, 3, "%02x", p[i]);
