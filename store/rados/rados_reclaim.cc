@@ -86,14 +86,14 @@ Result<ReclaimListing> RadosReclaim::ListReclaimable(std::chrono::seconds grace)
         if (mtime > cutoff) {
           ++out.too_young;
         } else {
-          out.reclaimable.push_back({unnamed[i], c->get_version64(), mtime});
+          out.reclaimable.push_back({unnamed[i], c->get_version64(), mtime, sizes[i]});
         }
       });
   if (first_error) return *first_error;
   return out;
 }
 
-Result<size_t> RadosReclaim::Reclaim(std::span<const UnnamedPage> pages) {
+Result<size_t> RadosReclaim::Reclaim(std::span<const UnnamedPage> pages, uint64_t* bytes_freed) {
   std::vector<librados::ObjectWriteOperation> ops(pages.size());
   std::optional<Status> first_error;
   size_t removed = 0;
@@ -107,6 +107,7 @@ Result<size_t> RadosReclaim::Reclaim(std::span<const UnnamedPage> pages) {
       [&](size_t i, int rc, librados::AioCompletion*) {
         if (rc >= 0) {
           ++removed;
+          if (bytes_freed) *bytes_freed += pages[i].bytes;
         } else if (rc != -ERANGE && rc != -EOVERFLOW && rc != -ENOENT && !first_error) {
           // ERANGE/EOVERFLOW: touched by a commit since the listing; ENOENT: gone
           first_error = conn_.Check(rc, "remove page " + pages[i].key.ObjectName());

@@ -29,6 +29,7 @@ struct UnnamedPage {
   PageKey key;
   uint64_t version = 0;  // the object version the listing saw
   std::chrono::system_clock::time_point mtime;
+  uint64_t bytes = 0;  // its size
 };
 
 struct ReclaimListing {
@@ -49,8 +50,9 @@ class RadosReclaim {
   Result<ReclaimListing> ListReclaimable(std::chrono::seconds grace);
 
   // Removes each listed page unless it changed since the listing (then it is
-  // left: a commit claimed it). Returns how many were removed.
-  Result<size_t> Reclaim(std::span<const UnnamedPage> pages);
+  // left: a commit claimed it). Returns how many were removed; their sizes
+  // added to *bytes_freed when given.
+  Result<size_t> Reclaim(std::span<const UnnamedPage> pages, uint64_t* bytes_freed = nullptr);
 
  private:
   Result<std::vector<std::string>> ListObjects();
