@@ -28,6 +28,12 @@ set(_auxstore_exported
 if(TARGET auxstore_gpu_cuda)
   list(APPEND _auxstore_exported auxstore_gpu_cuda gpu_cuda)
 endif()
+if(TARGET auxstore_rados)  # the RADOS shared tier (librados found)
+  list(APPEND _auxstore_exported auxstore_rados rados)
+endif()
+if(TARGET auxstore_shared)
+  list(APPEND _auxstore_exported auxstore_shared shared)
+endif()
 set(_auxstore_targets "")
 while(_auxstore_exported)
   list(POP_FRONT _auxstore_exported _target _name)
@@ -52,6 +58,14 @@ install(EXPORT auxstoreTargets
   NAMESPACE auxstore::
   FILE auxstoreTargets.cmake
   DESTINATION ${AUXSTORE_INSTALL_CMAKEDIR})
+# The config finds librados again the way the build did (Rados::rados).
+install(FILES ${PROJECT_SOURCE_DIR}/cmake/AuxstoreRados.cmake
+  DESTINATION ${AUXSTORE_INSTALL_CMAKEDIR})
+if(TARGET auxstore_rados)
+  set(AUXSTORE_HAVE_RADOS ON)
+else()
+  set(AUXSTORE_HAVE_RADOS OFF)
+endif()
 configure_package_config_file(
   ${PROJECT_SOURCE_DIR}/cmake/auxstoreConfig.cmake.in
   ${PROJECT_BINARY_DIR}/auxstoreConfig.cmake
