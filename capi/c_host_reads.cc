@@ -358,23 +358,23 @@ int auxstore_host_read_wait_target(auxstore_host_read_t* read, size_t i, size_t*
   });
 }
 
-int auxstore_host_read_wait_snapshot(auxstore_host_read_t* read, const uint8_t prefix[16],
-                                     char** errmsg) {
+int auxstore_host_read_wait_snapshot(auxstore_host_read_t* read, uint64_t ns,
+                                     const uint8_t prefix[16], char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
     AUXSTORE_ASSIGN_OR_RETURN(const auto r, LiveRead(read));
     AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
     const Prefix p = ToPrefix(prefix);
-    const auto of_prefix = [&](const auxstore_host_read_t::Snapshot& s) { return s.prefix == p; };
-    if (std::none_of(r->snapshots.begin(), r->snapshots.end(), of_prefix)) {
-      return Status::InvalidArgument("no target of the read is of that prefix");
+    // Group() made one Snapshot per (ns, prefix): find it, wait for it.
+    const auto it = std::find_if(r->snapshots.begin(), r->snapshots.end(),
+                                 [&](const auto& s) { return s.ns == ns && s.prefix == p; });
+    if (it == r->snapshots.end()) {
+      return Status::InvalidArgument("no target of the read is of that (namespace, prefix)");
     }
+    const size_t index = static_cast<size_t>(it - r->snapshots.begin());
     std::unique_lock lock(r->mu);
-    r->cv.wait(lock, [&] {
-      return std::all_of(r->snapshots.begin(), r->snapshots.end(),
-                         [&](const auto& s) { return !of_prefix(s) || s.pending == 0; });
-    });
+    r->cv.wait(lock, [&] { return r->snapshots[index].pending == 0; });
     for (const auto& t : r->targets) {
-      if (t.prefix == p && !t.status.ok()) return t.status;
+      if (t.snapshot == index && !t.status.ok()) return t.status;
     }
     return Status::Ok();
   });
@@ -392,18 +392,19 @@ int auxstore_host_read_wait(auxstore_host_read_t* read, char** errmsg) {
   });
 }
 
-int auxstore_host_read_finished(auxstore_host_read_t* read, uint8_t (*prefixes)[16],
+int auxstore_host_read_finished(auxstore_host_read_t* read, auxstore_snapshot_ref_t* snapshots,
                                 size_t capacity, size_t* n, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
     AUXSTORE_ASSIGN_OR_RETURN(const auto r, LiveRead(read));
     AUXSTORE_RETURN_IF_ERROR(NotNull(n, "n"));
-    if (capacity > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(prefixes, "prefixes"));
+    if (capacity > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(snapshots, "snapshots"));
     std::lock_guard lock(r->mu);
     size_t count = 0;
     for (auto& s : r->snapshots) {
       if (count == capacity) break;
       if (s.reported || s.pending > 0) continue;
-      std::memcpy(prefixes[count++], s.prefix.bytes.data(), 16);
+      snapshots[count].ns = s.ns;
+      std::memcpy(snapshots[count++].prefix, s.prefix.bytes.data(), 16);
       s.reported = true;
     }
     *n = count;

@@ -761,7 +761,7 @@ typedef struct auxstore_host_put_t {
 /* Starts putting `n` snapshots whose layers lie in registered buffers and
  * returns at once with a handle of the same calls as a read: target i is
  * snapshot i (auxstore_host_read_wait_target: its result, *size its bytes;
- * _wait_snapshot by prefix; _finished; _poll). Every layer is checked first
+ * _wait_snapshot by (ns, prefix); _finished; _poll). Every layer is checked first
  * (a known kind, its buffer live and of `db`, [offset, offset + size) inside
  * it): AUXSTORE_INVALID_ARGUMENT naming it, nothing written. Each put is
  * auxstore_put_snapshot's (validated against the namespace's geometry,
@@ -779,18 +779,24 @@ int auxstore_host_read_target_done(const auxstore_host_read_t* read, size_t i);
  * bytes written at its offset. */
 int auxstore_host_read_wait_target(auxstore_host_read_t* read, size_t i, size_t* size,
                                    char** errmsg);
-/* Waits for every target of prefix `prefix`: AUXSTORE_OK, or the first
+/* Waits for every target of the snapshot (namespace `ns`, `prefix`): one
+ * prefix in two namespaces is two snapshots. AUXSTORE_OK, or the first
  * failed target's error (its message names the target).
- * AUXSTORE_INVALID_ARGUMENT when no target reads `prefix`. */
-int auxstore_host_read_wait_snapshot(auxstore_host_read_t* read, const uint8_t prefix[16],
-                                     char** errmsg);
+ * AUXSTORE_INVALID_ARGUMENT when no target reads that snapshot. */
+int auxstore_host_read_wait_snapshot(auxstore_host_read_t* read, uint64_t ns,
+                                     const uint8_t prefix[16], char** errmsg);
 /* Waits for every target: AUXSTORE_OK, or the first failed target's error. */
 int auxstore_host_read_wait(auxstore_host_read_t* read, char** errmsg);
-/* The snapshots (prefixes, in the order their first target was given) whose
- * every target has completed since the last call, each reported once (vLLM's
- * get_finished): up to `capacity` into `prefixes`, *n how many; the rest
- * come with a later call. Does not wait. */
-int auxstore_host_read_finished(auxstore_host_read_t* read, uint8_t (*prefixes)[16],
+/* A snapshot: its namespace and prefix. */
+typedef struct auxstore_snapshot_ref_t {
+  uint64_t ns;
+  uint8_t prefix[16];
+} auxstore_snapshot_ref_t;
+/* The snapshots (namespace and prefix, in the order their first target was
+ * given) whose every target has completed since the last call, each
+ * reported once (vLLM's get_finished): up to `capacity` into `snapshots`, *n
+ * how many; the rest come with a later call. Does not wait. */
+int auxstore_host_read_finished(auxstore_host_read_t* read, auxstore_snapshot_ref_t* snapshots,
                                 size_t capacity, size_t* n, char** errmsg);
 /* Targets not started yet end with AUXSTORE_UNAVAILABLE ("cancelled");
  * reads in flight finish. Returns at once. */

@@ -114,21 +114,24 @@ static void test_many_snapshots_in_one_handle(void) {
   CHECK(auxstore_host_read_target_done(r, 5) == 1);
   CHECK(buf[t[5].offset + 10] == byte_of(1, 1, 10));
   /* Per snapshot. */
-  CHECK_OK(auxstore_host_read_wait_snapshot(r, t[3 * kLayers].prefix, &err));
+  CHECK_OK(auxstore_host_read_wait_snapshot(r, g_ns, t[3 * kLayers].prefix, &err));
   for (uint32_t l = 0; l < kLayers; ++l) CHECK(auxstore_host_read_target_done(r, 3 * kLayers + l));
   CHECK_OK(auxstore_host_read_wait(r, &err));
   CHECK(auxstore_host_read_poll(r) == 1);
   check_buffer(buf, size, t, snap, n);
 
   /* get_finished: each snapshot once, in order, across calls. */
-  uint8_t fin[kSnapshots][16];
+  auxstore_snapshot_ref_t fin[kSnapshots];
   size_t nf = 99;
   CHECK_OK(auxstore_host_read_finished(r, fin, 3, &nf, &err));
   CHECK(nf == 3);
-  for (size_t k = 0; k < nf; ++k) CHECK(memcmp(fin[k], t[k * kLayers].prefix, 16) == 0);
+  for (size_t k = 0; k < nf; ++k) {
+    CHECK(fin[k].ns == g_ns && memcmp(fin[k].prefix, t[k * kLayers].prefix, 16) == 0);
+  }
   CHECK_OK(auxstore_host_read_finished(r, fin, kSnapshots, &nf, &err));
   CHECK(nf == kSnapshots - 3);
-  for (size_t k = 0; k < nf; ++k) CHECK(memcmp(fin[k], t[(k + 3) * kLayers].prefix, 16) == 0);
+  for (size_t k = 0; k < nf; ++k)
+    CHECK(memcmp(fin[k].prefix, t[(k + 3) * kLayers].prefix, 16) == 0);
   CHECK_OK(auxstore_host_read_finished(r, fin, kSnapshots, &nf, &err));
   CHECK(nf == 0);
 
@@ -137,7 +140,8 @@ static void test_many_snapshots_in_one_handle(void) {
   CHECK_ERR(auxstore_host_read_wait_target(r, n, NULL, &err), AUXSTORE_INVALID_ARGUMENT, "targets");
   uint8_t other[16];
   prefix_of(99, other);
-  CHECK_ERR(auxstore_host_read_wait_snapshot(r, other, &err), AUXSTORE_INVALID_ARGUMENT, "prefix");
+  CHECK_ERR(auxstore_host_read_wait_snapshot(r, g_ns, other, &err), AUXSTORE_INVALID_ARGUMENT,
+            "(namespace, prefix)");
   auxstore_host_read_release(r);
   CHECK(auxstore_host_read_poll(r) == -1);
   CHECK_OK(auxstore_unregister_host_buffer(hb, &err));
@@ -216,13 +220,71 @@ static void test_target_errors_stop_no_other(void) {
   CHECK_ERR(auxstore_host_read_wait_target(r, 3, NULL, &err), AUXSTORE_OUT_OF_RANGE, "targets[3]");
   CHECK_OK(auxstore_host_read_wait_target(r, 0, NULL, &err));
   CHECK_OK(auxstore_host_read_wait_target(r, 2, NULL, &err));
-  CHECK_OK(auxstore_host_read_wait_snapshot(r, t[2].prefix, &err));
-  CHECK_ERR(auxstore_host_read_wait_snapshot(r, t[3].prefix, &err), AUXSTORE_OUT_OF_RANGE,
+  CHECK_OK(auxstore_host_read_wait_snapshot(r, g_ns, t[2].prefix, &err));
+  CHECK_ERR(auxstore_host_read_wait_snapshot(r, g_ns, t[3].prefix, &err), AUXSTORE_OUT_OF_RANGE,
             "layer 3");
   const auxstore_host_read_target_t ok[2] = {t[0], t[2]};
   const uint32_t ok_snap[2] = {0, 2};
   /* The failed targets wrote nothing: only the healthy ones' bytes differ. */
   check_buffer(buf, size, ok, ok_snap, 2);
+  auxstore_host_read_release(r);
+  CHECK_OK(auxstore_unregister_host_buffer(hb, &err));
+  free(buf);
+}
+
+/* ---- one prefix in two namespaces: two snapshots, never confused ---------------- */
+
+static void test_same_prefix_in_two_namespaces(void) {
+  auxstore_geometry_t g = {0, 0, 0, 0, 0.0f, 0.0f, 0, 0};
+  uint64_t other = 0;
+  CHECK_OK(auxstore_register_namespace(g_db, "host-read-other-model", &g, &other, &err));
+  CHECK(other != g_ns);
+  /* Prefix P: two layers of snapshot 40's bytes in g_ns, one layer of
+   * snapshot 41's bytes in `other` (which has no layer 1). */
+  uint8_t p[16];
+  prefix_of(40, p);
+  for (int k = 0; k < 2; ++k) {
+    const uint32_t s = 40 + (uint32_t)k, n_layers = k == 0 ? 2 : 1;
+    auxstore_layer_t layers[2];
+    uint8_t* bytes[2];
+    for (uint32_t l = 0; l < n_layers; ++l) {
+      bytes[l] = malloc(layer_size(s, l));
+      for (size_t b = 0; b < layer_size(s, l); ++b) bytes[l][b] = byte_of(s, l, b);
+      layers[l] = (auxstore_layer_t){l, AUXSTORE_KIND_OPAQUE, bytes[l], layer_size(s, l)};
+    }
+    CHECK_OK(auxstore_put_snapshot(g_db, k == 0 ? g_ns : other, p, 64, n_layers, layers, &err));
+    for (uint32_t l = 0; l < n_layers; ++l) free(bytes[l]);
+  }
+  enum { cap = 40000, n = 4, size = n * cap };
+  uint8_t* buf = malloc(size);
+  memset(buf, kFill, size);
+  auxstore_host_buffer_t* hb = NULL;
+  CHECK_OK(auxstore_register_host_buffer(g_db, buf, size, &hb, &err));
+  /* `other` first, and its missing layer 1 the first target. */
+  const uint64_t ns_of[n] = {other, g_ns, other, g_ns};
+  const uint32_t layer_of[n] = {1, 0, 0, 1};
+  auxstore_host_read_target_t t[n];
+  for (int i = 0; i < n; ++i) {
+    t[i] = (auxstore_host_read_target_t){ns_of[i], {0}, layer_of[i], hb, (size_t)i * cap, cap};
+    memcpy(t[i].prefix, p, 16);
+  }
+  auxstore_host_read_t* r = NULL;
+  CHECK_OK(auxstore_host_read_start(g_db, t, n, &r, &err));
+  /* g_ns's snapshot is whole: `other`'s missing layer is not its error. */
+  CHECK_OK(auxstore_host_read_wait_snapshot(r, g_ns, p, &err));
+  CHECK_ERR(auxstore_host_read_wait_snapshot(r, other, p, &err), AUXSTORE_NOT_FOUND, "targets[0]");
+  CHECK_ERR(auxstore_host_read_wait_snapshot(r, other + g_ns, p, &err), AUXSTORE_INVALID_ARGUMENT,
+            "(namespace, prefix)");
+  const auxstore_host_read_target_t ok[3] = {t[1], t[2], t[3]};
+  const uint32_t ok_snap[3] = {40, 41, 40};
+  check_buffer(buf, size, ok, ok_snap, 3);
+  /* Two snapshots finished, each with its namespace, in first-target order. */
+  auxstore_snapshot_ref_t fin[3];
+  size_t nf = 0;
+  CHECK_OK(auxstore_host_read_finished(r, fin, 3, &nf, &err));
+  CHECK(nf == 2);
+  CHECK(fin[0].ns == other && memcmp(fin[0].prefix, p, 16) == 0);
+  CHECK(fin[1].ns == g_ns && memcmp(fin[1].prefix, p, 16) == 0);
   auxstore_host_read_release(r);
   CHECK_OK(auxstore_unregister_host_buffer(hb, &err));
   free(buf);
@@ -343,11 +405,15 @@ static void test_puts_from_registered_memory(void) {
   size_t bytes = 0;
   CHECK_OK(auxstore_host_read_wait_target(r, 1, &bytes, &err));
   CHECK(bytes == layer_size(101, 0) + layer_size(101, 1));
-  CHECK_OK(auxstore_host_read_wait_snapshot(r, puts[3].prefix, &err));
+  CHECK_OK(auxstore_host_read_wait_snapshot(r, g_ns, puts[3].prefix, &err));
   CHECK_OK(auxstore_host_read_wait(r, &err));
   size_t nf = 0;
-  CHECK_OK(auxstore_host_read_finished(r, ps, snaps, &nf, &err));
+  auxstore_snapshot_ref_t fin[snaps];
+  CHECK_OK(auxstore_host_read_finished(r, fin, snaps, &nf, &err));
   CHECK(nf == snaps);
+  for (size_t k = 0; k < nf; ++k) {
+    CHECK(fin[k].ns == g_ns && memcmp(fin[k].prefix, puts[k].prefix, 16) == 0);
+  }
   CHECK_ERR(auxstore_unregister_host_buffer(hb, &err), AUXSTORE_BUSY, "read");
   auxstore_host_read_release(r);
   CHECK_OK(auxstore_unregister_host_buffer(hb, &err));
@@ -453,8 +519,9 @@ static void test_damaged_layer_among_healthy_ones(void) {
   CHECK_OK(auxstore_host_read_start(g_db, t, n, &r, &err));
   CHECK_ERR(auxstore_host_read_wait(r, &err), AUXSTORE_CORRUPTION, "targets[12]");
   for (uint32_t s = 0; s < 3; ++s)
-    CHECK_OK(auxstore_host_read_wait_snapshot(r, t[s * kLayers].prefix, &err));
-  CHECK_ERR(auxstore_host_read_wait_snapshot(r, t[n - 1].prefix, &err), AUXSTORE_CORRUPTION, "");
+    CHECK_OK(auxstore_host_read_wait_snapshot(r, t[s * kLayers].ns, t[s * kLayers].prefix, &err));
+  CHECK_ERR(auxstore_host_read_wait_snapshot(r, t[n - 1].ns, t[n - 1].prefix, &err),
+            AUXSTORE_CORRUPTION, "");
   for (size_t i = 0; i + 1 < n; ++i) {
     size_t bad = 0;
     for (size_t b = 0; b < t[i].capacity; ++b)
@@ -482,6 +549,7 @@ int main(void) {
     test_bounds_refusals();
     test_target_errors_stop_no_other();
     test_puts_from_registered_memory();
+    test_same_prefix_in_two_namespaces();
     test_cancel_and_close_under_a_read();
   }
   test_damaged_layer_among_healthy_ones();

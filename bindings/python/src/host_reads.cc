@@ -50,13 +50,16 @@ class HostBuffer {
 
 class HostRead {
  public:
-  HostRead(auxstore_host_read_t* handle, std::vector<std::shared_ptr<HostBuffer>> buffers, size_t n)
-      : handle_(handle), buffers_(std::move(buffers)), n_(n) {}
+  HostRead(auxstore_host_read_t* handle, std::vector<std::shared_ptr<HostBuffer>> buffers, size_t n,
+           uint64_t ns)
+      : handle_(handle), buffers_(std::move(buffers)), n_(n), ns_(ns) {}
   ~HostRead() { Release(); }
   HostRead(const HostRead&) = delete;
   HostRead& operator=(const HostRead&) = delete;
 
   size_t size() const { return n_; }
+  // The namespace the call was given: wait_snapshot's default.
+  uint64_t ns() const { return ns_; }
   auxstore_host_read_t* handle() const {
     if (handle_ == nullptr) throw py::value_error("the host read is released");
     return handle_;
@@ -75,6 +78,7 @@ class HostRead {
   auxstore_host_read_t* handle_;
   std::vector<std::shared_ptr<HostBuffer>> buffers_;
   size_t n_;
+  uint64_t ns_;
 };
 
 struct Target {
@@ -156,30 +160,36 @@ void RegisterHostReads(py::module_& m, StoreClass& store) {
           py::arg("i"), "Waits for target i: the layer's bytes, or its error.")
       .def(
           "wait_snapshot",
-          [](HostRead& r, py::handle prefix) {
+          [](HostRead& r, py::handle prefix, py::object ns_arg) {
             auxstore_host_read_t* h = r.handle();
             const Prefix p = ToPrefix(prefix);
+            const uint64_t ns = ns_arg.is_none() ? r.ns() : ToU64(ns_arg, "ns");
             WithoutGil([&] {
-              Check([&](char** e) { return auxstore_host_read_wait_snapshot(h, p.data(), e); });
+              Check([&](char** e) { return auxstore_host_read_wait_snapshot(h, ns, p.data(), e); });
             });
           },
-          py::arg("prefix"), "Waits for every target of one snapshot.")
+          py::arg("prefix"), py::arg("ns") = py::none(),
+          "Waits for every target of one snapshot: (ns, prefix), ns defaulting to the call's; "
+          "one prefix in two namespaces is two snapshots.")
       .def(
           "finished",
           [](HostRead& r) {
             auxstore_host_read_t* h = r.handle();
-            std::vector<Prefix> got(r.size());
+            std::vector<auxstore_snapshot_ref_t> got(r.size());
             size_t n = 0;
             Check([&](char** e) {
-              return auxstore_host_read_finished(
-                  h, got.empty() ? nullptr : reinterpret_cast<uint8_t(*)[16]>(got.data()),
-                  got.size(), &n, e);
+              return auxstore_host_read_finished(h, got.empty() ? nullptr : got.data(), got.size(),
+                                                 &n, e);
             });
             py::list out;
-            for (size_t i = 0; i < n; ++i) out.append(PrefixBytes(got[i]));
+            for (size_t i = 0; i < n; ++i) {
+              Prefix p;
+              std::memcpy(p.data(), got[i].prefix, 16);
+              out.append(py::make_tuple(got[i].ns, PrefixBytes(p)));
+            }
             return out;
           },
-          "The prefixes of the snapshots whose every target completed since the last call "
+          "The (ns, prefix) of the snapshots whose every target completed since the last call "
           "(vLLM's get_finished); does not wait.")
       .def(
           "cancel", [](HostRead& r) { auxstore_host_read_cancel(r.handle()); },
@@ -257,7 +267,7 @@ void RegisterHostReads(py::module_& m, StoreClass& store) {
             });
           });
         });
-        return std::make_shared<HostRead>(h, std::move(held), puts.size());
+        return std::make_shared<HostRead>(h, std::move(held), puts.size(), ns);
       },
       py::arg("ns"), py::arg("snapshots"),
       "Starts putting (prefix, token_count, [(layer, kind, host_buffer, offset, size), ...]) "
@@ -291,7 +301,7 @@ void RegisterHostReads(py::module_& m, StoreClass& store) {
             });
           });
         });
-        return std::make_shared<HostRead>(h, std::move(held), ts.size());
+        return std::make_shared<HostRead>(h, std::move(held), ts.size(), ns);
       },
       py::arg("ns"), py::arg("targets"),
       "Starts reading (prefix, layer, host_buffer, offset, capacity) targets of namespace ns "

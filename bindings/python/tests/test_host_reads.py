@@ -2,7 +2,8 @@
 DLPack tensor registered once (Store.register_host_buffer), many layers of
 many snapshots read into it with one handle (Store.read_into_host), every
 byte checked; bounds refusals that write nothing; a damaged table file's
-layer beside healthy ones; a buffer held until the read is released."""
+layer beside healthy ones; a buffer held until the read is released; one
+prefix in two namespaces never confused."""
 
 import glob
 import os
@@ -65,7 +66,7 @@ def test_many_snapshots_into_a_registered_array(store):
         read.wait()
         assert read.poll()
         assert all(read.target_done(i) for i in range(len(targets)))
-        assert read.finished() == [prefix(s + 1) for s in snaps]
+        assert read.finished() == [(ns, prefix(s + 1)) for s in snaps]
         assert read.finished() == []  # each snapshot once
         check_targets(array, targets, [layer_bytes(s, l) for s in snaps for l in range(LAYERS)])
         with pytest.raises(auxstore.BusyError, match="read"):
@@ -173,7 +174,9 @@ def test_damaged_layer_among_healthy_ones(store_path):
             read.wait_snapshot(prefix(1))
             read.wait_snapshot(prefix(2))
             with pytest.raises(auxstore.CorruptionError):
-                read.wait_snapshot(prefix(50))
+                read.wait_snapshot(prefix(50), ns=damaged_ns)
+            with pytest.raises(auxstore.InvalidArgumentError, match="namespace, prefix"):
+                read.wait_snapshot(prefix(50))  # not in the call's namespace
         check_targets(array, targets,
                       [layer_bytes(s, l) for s in (0, 1) for l in range(LAYERS)] + [None])
         assert store.count_leading_stored(damaged_ns, [prefix(50)]) == 0  # quarantined
@@ -199,8 +202,30 @@ def test_puts_from_registered_memory(store):
     with store.put_from_host(ns, snapshots) as put:
         assert put.wait_target(1) == sum(b.size for b in blobs[1])
         put.wait()
-        assert put.finished() == [prefix(100 + s) for s in range(4)]
+        assert put.finished() == [(ns, prefix(100 + s)) for s in range(4)]
     for s, snap in enumerate(blobs):
         for l, b in enumerate(snap):
             assert np.array_equal(np.frombuffer(store.get_layer(ns, prefix(100 + s), l), np.uint8), b)
+    buf.unregister()
+
+
+def test_one_prefix_in_two_namespaces_is_two_snapshots(store):
+    ns = store.register_namespace("host-model", auxstore.Geometry())
+    other = store.register_namespace("host-model-other", auxstore.Geometry())
+    put_snapshots(store, ns, [0])
+    # `other` holds prefix(1) too, with one layer of other bytes (no layer 1).
+    theirs = layer_bytes(5, 0)
+    store.put(other, prefix(1), 64, [(0, "opaque", theirs)])
+    array = np.full(300_000, FILL, np.uint8)
+    buf = store.register_host_buffer(array)
+    targets = [(other, prefix(1), 1, buf, 0, 100_000),  # missing, and first
+               (ns, prefix(1), 0, buf, 100_000, 100_000),
+               (other, prefix(1), 0, buf, 200_000, 100_000)]
+    with store.read_into_host(ns, targets) as read:
+        read.wait_snapshot(prefix(1))  # the call's namespace: whole
+        read.wait_snapshot(prefix(1), ns=ns)
+        with pytest.raises(auxstore.NotFoundError, match=r"targets\[0\]"):
+            read.wait_snapshot(prefix(1), ns=other)
+        assert read.finished() == [(other, prefix(1)), (ns, prefix(1))]
+        check_targets(array, targets, [None, layer_bytes(0, 0), theirs])
     buf.unregister()

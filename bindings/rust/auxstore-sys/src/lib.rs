@@ -367,6 +367,16 @@ pub struct auxstore_host_put_t {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct auxstore_layer_dest_t {
+/// A snapshot: its namespace and prefix ([`auxstore_host_read_finished`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct auxstore_snapshot_ref_t {
+    /// The namespace.
+    pub ns: u64,
+    /// The prefix.
+    pub prefix: [u8; 16],
+}
+
     /// The layer to read.
     pub layer: u32,
     /// Where to put it.
@@ -700,12 +710,12 @@ c_api! {
     pub fn auxstore_host_read_target_done(read: *const auxstore_host_read_t, i: usize) -> c_int;
     /// Waits for target `i`: its result and the layer's size.
     pub fn auxstore_host_read_wait_target(read: *mut auxstore_host_read_t, i: usize, size: *mut usize, errmsg: *mut *mut c_char) -> c_int;
-    /// Waits for every target of `prefix` (16 bytes): OK or the first failed target's error.
-    pub fn auxstore_host_read_wait_snapshot(read: *mut auxstore_host_read_t, prefix: *const u8, errmsg: *mut *mut c_char) -> c_int;
+    /// Waits for every target of the snapshot (`ns`, `prefix`, 16 bytes): OK or the first failed target's error.
+    pub fn auxstore_host_read_wait_snapshot(read: *mut auxstore_host_read_t, ns: u64, prefix: *const u8, errmsg: *mut *mut c_char) -> c_int;
     /// Waits for every target: OK or the first failed target's error.
     pub fn auxstore_host_read_wait(read: *mut auxstore_host_read_t, errmsg: *mut *mut c_char) -> c_int;
-    /// The prefixes whose every target completed since the last call, each once.
-    pub fn auxstore_host_read_finished(read: *mut auxstore_host_read_t, prefixes: *mut [u8; 16], capacity: usize, n: *mut usize, errmsg: *mut *mut c_char) -> c_int;
+    /// The snapshots (ns, prefix) whose every target completed since the last call, each once.
+    pub fn auxstore_host_read_finished(read: *mut auxstore_host_read_t, snapshots: *mut auxstore_snapshot_ref_t, capacity: usize, n: *mut usize, errmsg: *mut *mut c_char) -> c_int;
     /// Targets not started end `AUXSTORE_UNAVAILABLE` ("cancelled"); returns at once.
     pub fn auxstore_host_read_cancel(read: *mut auxstore_host_read_t);
     /// Cancels what has not started, waits for the reads in flight, frees the handle.

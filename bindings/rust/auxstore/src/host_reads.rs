@@ -16,7 +16,7 @@ use crate::error::{check, Error, Result};
 use crate::pod::Pod;
 use crate::store::Store;
 use crate::sys;
-use crate::types::{Namespace, Prefix};
+use crate::types::{Kind, Namespace, Prefix};
 use std::marker::PhantomData;
 use std::os::raw::c_void;
 use std::ptr;
@@ -46,6 +46,33 @@ pub struct HostTarget {
     pub offset: usize,
     /// Bytes the layer may take there.
     pub capacity: usize,
+}
+
+/// One layer of a snapshot put from a [`HostBuffer`]: bytes `[offset,
+/// offset + size)` of the buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostLayer {
+    /// The layer index.
+    pub layer: u32,
+    /// Its blob kind.
+    pub kind: Kind,
+    /// Byte offset in the buffer.
+    pub offset: usize,
+    /// Its bytes.
+    pub size: usize,
+}
+
+/// One snapshot put from a [`HostBuffer`] ([`Store::put_from_host`]).
+#[derive(Debug, Clone, Copy)]
+pub struct HostSnapshot<'l> {
+    /// The namespace.
+    pub ns: Namespace,
+    /// The prefix.
+    pub prefix: Prefix,
+    /// Tokens the snapshot covers.
+    pub token_count: u64,
+    /// Its layers, in the buffer.
+    pub layers: &'l [HostLayer],
 }
 
 /// Layers being read into a [`HostBuffer`] ([`Store::read_into_host`]).
@@ -112,6 +139,68 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Starts putting `snapshots`, whose layers lie in `buffer`, and returns
+    /// at once (write-behind; LMCache's `batched_submit_put_task`, Mooncake's
+    /// `batch_put_from`): target `i` of the [`HostRead`] is snapshot `i`
+    /// (`wait_target(i)` gives its bytes). Each put is
+    /// [`Store::put_snapshot`]'s, straight from the buffer; the `HostRead`
+    /// borrows the buffer mutably, so the engine cannot change those bytes
+    /// until it is dropped.
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming `snapshots[i].layers[k]` for a layer outside
+    /// the buffer; nothing is written.
+    pub fn put_from_host<'b, T: Pod>(
+        &self,
+        buffer: &'b mut HostBuffer<'_, T>,
+        snapshots: &[HostSnapshot<'_>],
+    ) -> Result<HostRead<'b>> {
+        let layers: Vec<Vec<sys::auxstore_host_layer_t>> = snapshots
+            .iter()
+            .map(|s| {
+                s.layers
+                    .iter()
+                    .map(|l| sys::auxstore_host_layer_t {
+                        layer: l.layer,
+                        kind: l.kind.to_c(),
+                        buffer: buffer.raw,
+                        offset: l.offset,
+                        size: l.size,
+                    })
+                    .collect()
+            })
+            .collect();
+        let c: Vec<sys::auxstore_host_put_t> = snapshots
+            .iter()
+            .zip(&layers)
+            .map(|(s, l)| sys::auxstore_host_put_t {
+                ns: s.ns.0,
+                prefix: s.prefix.0,
+                token_count: s.token_count,
+                n_layers: l.len(),
+                layers: if l.is_empty() { ptr::null() } else { l.as_ptr() },
+            })
+            .collect();
+        let mut raw = ptr::null_mut();
+        // SAFETY: a live store handle; `c.len()` snapshots (NULL for 0), each
+        // with `n_layers` layers in the live registered buffer, which the
+        // HostRead borrows mutably; `layers` outlives the call (the C side
+        // copies the descriptions).
+        check(|e| unsafe {
+            sys::auxstore_host_put_start(
+                self.as_raw(),
+                if c.is_empty() { ptr::null() } else { c.as_ptr() },
+                c.len(),
+                &mut raw,
+                e,
+            )
+        })?;
+        buffer.reads += 1;
+        Ok(HostRead { raw, n: snapshots.len(), reads: &mut buffer.reads })
+    }
+}
+
 impl<T: Pod> HostBuffer<'_, T> {
     /// Its size in bytes.
     pub fn size_bytes(&self) -> usize {
@@ -173,15 +262,16 @@ impl HostRead<'_> {
         check(|e| unsafe { sys::auxstore_host_read_wait_target(self.raw, i, &mut size, e) })?;
         Ok(size)
     }
-    /// Waits for every target of `prefix`.
-    pub fn wait_snapshot(&self, prefix: &Prefix) -> Result<()> {
+    /// Waits for every target of the snapshot (`ns`, `prefix`): one prefix in
+    /// two namespaces is two snapshots.
+    pub fn wait_snapshot(&self, ns: Namespace, prefix: &Prefix) -> Result<()> {
         // SAFETY: a live read handle and a 16-byte prefix.
-        check(|e| unsafe { sys::auxstore_host_read_wait_snapshot(self.raw, prefix.0.as_ptr(), e) })
+        check(|e| unsafe { sys::auxstore_host_read_wait_snapshot(self.raw, ns.0, prefix.0.as_ptr(), e) })
     }
-    /// The prefixes whose every target completed since the last call, each
-    /// once (vLLM's `get_finished`); does not wait.
-    pub fn finished(&self) -> Result<Vec<Prefix>> {
-        let mut out = vec![[0u8; 16]; self.n];
+    /// The snapshots (namespace, prefix) whose every target completed since
+    /// the last call, each once (vLLM's `get_finished`); does not wait.
+    pub fn finished(&self) -> Result<Vec<(Namespace, Prefix)>> {
+        let mut out = vec![sys::auxstore_snapshot_ref_t::default(); self.n];
         let mut n = 0usize;
         // SAFETY: a live read handle; `out.len()` slots (NULL for 0).
         check(|e| unsafe {
@@ -193,7 +283,7 @@ impl HostRead<'_> {
                 e,
             )
         })?;
-        Ok(out[..n].iter().map(|p| Prefix(*p)).collect())
+        Ok(out[..n].iter().map(|s| (Namespace(s.ns), Prefix(s.prefix))).collect())
     }
     /// Targets not started end with `Unavailable("cancelled")`.
     pub fn cancel(&self) {

@@ -154,7 +154,7 @@ mod types;
 pub use backend::{Backend, DeviceBuffer, DsaBuffers, QsaBuffers, Stream, StreamRef};
 pub use connector::{BatchLeases, ChainPages};
 pub use error::{code_name, Error, Result};
-pub use host_reads::{HostBuffer, HostRead, HostTarget};
+pub use host_reads::{HostBuffer, HostLayer, HostRead, HostSnapshot, HostTarget};
 pub use pipeline::{Pipeline, RestoreHandle, RestoreOptions, RestoreScope, SnapshotOutcome};
 pub use pod::{bytes_of, bytes_of_mut, Pod};
 pub use prefix::{prefix_hashes, qsa_block_pool_host, token_digest};
