@@ -221,6 +221,12 @@ class DbStore final : public Store {
   class PieceReader;
   class LayerCursor;
   struct ReadMode {
+  // The error of a records iterator that failed reading `key`. A Seek also
+  // reads blocks of table files that cannot hold `key` (with few L0 files,
+  // every one of them): damage there is a store problem (IOError, which
+  // quarantines nothing; `verify --repair` rewrites the family), never a
+  // reason to call a healthy record, and its snapshot, corrupt.
+  Status RecordReadError(const std::string& key, const rocksdb::Status& s);
     // Pieces read ahead on read_pool_ while the caller verifies the ones
     // before (ReadLayer's streaming; every block read then stays pinned
     // until the reader goes, but for pieces of 1 MiB and more, each held by
@@ -264,7 +270,7 @@ class DbStore final : public Store {
   bool KeepEntry(int cf, const rocksdb::Slice& key, const rocksdb::Slice& value);
   Status DropFamilyFiles(int cf, std::vector<rocksdb::LiveFileMetaData> before,
                          const std::set<std::string>& damaged, bool auto_off);
-  std::vector<std::string> RewriteCandidates(int cf);
+  std::set<std::string> SnapshotsNamedElsewhere();
   // The run records, refs and page entries the manifests need, where missing.
   Status RebuildDerived(RepairReport* out, bool* changed);
   Result<RunRecord> RebuildRunRecord(NamespaceId ns, const Prefix& prefix, const Manifest& m,

@@ -1,9 +1,12 @@
+#include <rocksdb/metadata.h>
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <regex>
 
 #include "auxstore/blob_hash.h"
 #include "format/envelope.h"
@@ -123,12 +126,35 @@ Status DbStore::PinRecord(const std::string& key, PinnedRecord* out) {
   out->it.reset(db_->NewIterator(r, cf_[kRecords]));
   out->it->Seek(key);
   if (!out->it->Valid()) {
-    if (!out->it->status().ok()) return FromRocks(out->it->status(), "read a record");
+    if (!out->it->status().ok()) return RecordReadError(key, out->it->status());
     return Status::NotFound("no record");
   }
   if (out->it->key() != rocksdb::Slice(key)) return Status::NotFound("no record");
   out->value = out->it->value();
   return Status::Ok();
+}
+
+Status DbStore::RecordReadError(const std::string& key, const rocksdb::Status& s) {
+  const Status as_read = FromRocks(s, "read a record");
+  if (!s.IsCorruption()) return as_read;
+  // RocksDB names the table file of the damaged block: "... in DIR/N.sst".
+  static const std::regex kTableFile(R"(/([0-9]+)\.sst\b)");
+  std::smatch m;
+  const std::string message = s.ToString();
+  if (!std::regex_search(message, m, kTableFile)) return as_read;
+  const std::string file = "/" + m[1].str() + ".sst";
+  rocksdb::ColumnFamilyMetaData meta;
+  db_->GetColumnFamilyMetaData(cf_[kRecords], &meta);
+  for (const auto& level : meta.levels) {
+    for (const auto& f : level.files) {
+      if (f.name != file) continue;
+      if (key >= f.smallestkey && key <= f.largestkey) return as_read;  // it may hold `key`
+      return Status::IOError("read a record: table file " + m[1].str() +
+                             ".sst, which does not hold it, is damaged (" + s.ToString() +
+                             "); `auxstore verify --repair` rewrites the records around it");
+    }
+  }
+  return as_read;
 }
 
 Status DbStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,

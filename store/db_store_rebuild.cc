@@ -30,15 +30,13 @@
 #include "format/run_record.h"
 #include "store/bytes.h"
 #include "store/db_store.h"
+#include "store/family_rewrite.h"
 #include "store/keys.h"
 #include "store/page_ledger_rocks.h"
 #include "store/record_check.h"
-#include "store/sst_block_salvage.h"
 
 namespace auxstore::store_internal {
 namespace {
-
-constexpr size_t kRewriteBatchBytes = 8u << 20;
 
 // An entry of column family `cf` (not the ledger's) that is what its writer
 // wrote: checked by its envelope (seeded by its key), or for recency, which
@@ -104,56 +102,22 @@ bool DbStore::KeepEntry(int cf, const rocksdb::Slice& key, const rocksdb::Slice&
       });
 }
 
-// Keys of column family `cf` the other families name, ascending: where a
-// walk stopped by a damaged block can resume. Refs and page entries need
-// none (RebuildDerived writes every one the manifests need).
-std::vector<std::string> DbStore::RewriteCandidates(int cf) {
+// The snapshots the other families name (their refs and recency entries):
+// those whose manifest a rewrite of the manifests lost are reported removed.
+std::set<std::string> DbStore::SnapshotsNamedElsewhere() {
   std::set<std::string> out;
-  auto manifests = [&](const std::function<void(NamespaceId, const Manifest&)>& f) {
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(HotReadOptions(), cf_[kManifests]));
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      NamespaceId ns = 0;
-      Prefix prefix;
-      if (!ParseSnapshotKey(it->key().ToStringView(), &ns, &prefix)) continue;
-      auto m = DecodeManifestRecord(it->key().ToString(), Bytes(it->value()));
-      if (m.ok()) f(ns, *m);
-    }
-  };
-  if (RocksPageLedger::OwnsFamily(cf)) {
-    if (cf != kRuns) return {};
-    std::vector<std::pair<NamespaceId, PutId>> puts;
-    manifests([&](NamespaceId ns, const Manifest& m) {
-      for (PutId put : UsedPuts(m)) puts.emplace_back(ns, put);
-    });
-    return RocksPageLedger::RunKeys(puts);
-  }
-  if (cf == kManifests) {
-    (void)ledger_.ForEachRef([&](const RefEntry& e) {
-      if (!e.malformed) out.insert(SnapshotKey(e.snapshot.ns, e.snapshot.prefix));
-      return true;
-    });
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(HotReadOptions(), cf_[kRecency]));
-    for (it->SeekToFirst(); it->Valid(); it->Next()) out.insert(it->key().ToString());
-  } else if (cf == kRecords) {
-    (void)ledger_.ForEachRun([&](const RunEntry& e) {
-      if (e.malformed || !e.run.ok()) return true;
-      const RunRecord& rec = *e.run;
-      for (const RunLayer& rl : rec.layers) {
-        for (size_t a = 0; a < rl.arrays.size(); ++a) {
-          const uint64_t stream = uint64_t{rl.pages} * rec.page_tokens * rl.arrays[a].row_bytes +
-                                  rl.arrays[a].tail_bytes;
-          const uint32_t chunks = ChunkCount(stream, rec.chunk_bytes);
-          for (uint32_t c = 0; c < chunks; ++c) {
-            out.insert(RecordKey(e.ns, e.put, rl.layer, static_cast<uint8_t>(a), c));
-          }
-        }
-      }
-      return true;
-    });
-  }
-  return {out.begin(), out.end()};
+  (void)ledger_.ForEachRef([&](const RefEntry& e) {
+    if (!e.malformed) out.insert(SnapshotKey(e.snapshot.ns, e.snapshot.prefix));
+    return true;
+  });
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(HotReadOptions(), cf_[kRecency]));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) out.insert(it->key().ToString());
+  return out;
 }
 
+// The family's table files are read one by one (family_rewrite.h), never
+// through RocksDB's merged iterator, whose Seek fails on a damaged level-0
+// file even for keys only an intact file holds.
 Status DbStore::RewriteFamily(int cf, const std::set<std::string>& damaged, RepairReport* out) {
   rocksdb::ColumnFamilyHandle* h = cf_[cf];
   const std::string name = setup_.cfs[cf].name;
@@ -161,98 +125,70 @@ Status DbStore::RewriteFamily(int cf, const std::set<std::string>& damaged, Repa
   const bool auto_off = db_->GetOptions(h).disable_auto_compactions;
   AUXSTORE_RETURN_IF_ERROR(FromRocks(db_->SetOptions(h, {{"disable_auto_compactions", "true"}}),
                                      "hold compactions of " + name));
+  auto restore_compactions = [&](Status s) {
+    if (!s.ok()) {
+      (void)db_->SetOptions(h, {{"disable_auto_compactions", auto_off ? "true" : "false"}});
+    }
+    return s;
+  };
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  // The memtable is newer than every table: flushed, it is one more table.
+  AUXSTORE_RETURN_IF_ERROR(
+      restore_compactions(Guard(db_->Flush(fo, h), "flush " + name + " before its rewrite")));
   std::vector<rocksdb::LiveFileMetaData> before;
+  std::vector<RewriteTable> tables;
   {
     std::vector<rocksdb::LiveFileMetaData> live;
     db_->GetLiveFilesMetaData(&live);
     for (auto& f : live) {
-      if (f.column_family_name == name) before.push_back(std::move(f));
+      if (f.column_family_name != name) continue;
+      tables.push_back({f, f.db_path + f.name, damaged.count(f.name) > 0});
+      before.push_back(std::move(f));
     }
   }
-  uint64_t kept = 0, dropped = 0, salvaged = 0;
-  {
-    // Block checksums stay on: a damaged block is never parsed (RocksDB's
-    // parser may abort on one). The walk resumes past it at the next key
-    // the other families name (RewriteCandidates) that reads.
-    rocksdb::ReadOptions ro = HotReadOptions();
-    ro.fill_cache = false;
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, h));
-    rocksdb::WriteBatch batch;
-    std::string last;
-    std::optional<std::vector<std::string>> candidates;
-    std::set<std::string> kept_keys;  // manifests only: the snapshots that stay
-    std::set<std::string> blocks_seen;
-    // The entries of the damaged block a read stopped at (sst_block_salvage),
-    // each checked by its envelope and kept only where no other version
-    // reads (the lookup of its key fails on the damaged block itself).
-    // Not records: a snapshot with records in a damaged block is removed and
-    // reported, as repair always did (a read of it failed).
-    auto salvage = [&](const rocksdb::Status& st) {
-      if (cf == kRecords) return;
-      auto b = DamagedBlockOf(st.ToString());
-      if (!b || !blocks_seen.insert(b->file + "@" + std::to_string(b->offset)).second) return;
-      std::set<std::string> decided;  // a block holds a key's newest version first
-      for (const SalvagedEntry& e : SalvageDataBlock(*b)) {
-        if (!decided.insert(e.user_key).second || !e.is_value) continue;
-        if (!KeepEntry(cf, e.user_key, e.value)) continue;
-        std::string current;
-        if (!db_->Get(HotReadOptions(), h, e.user_key, &current).IsCorruption()) continue;
-        (void)batch.Put(h, e.user_key, e.value);
-        if (cf == kManifests) kept_keys.insert(e.user_key);
-        ++salvaged;
-      }
-    };
-    size_t next = 0;
-    for (it->SeekToFirst();;) {
-      for (; it->Valid(); it->Next()) {
-        last = it->key().ToString();
-        if (!KeepEntry(cf, it->key(), it->value())) {
-          ++dropped;
-          continue;
-        }
-        ++kept;
-        if (cf == kManifests) kept_keys.insert(last);
-        (void)batch.Put(h, it->key(), it->value());
-        if (batch.GetDataSize() >= kRewriteBatchBytes) {
-          AUXSTORE_RETURN_IF_ERROR(
-              Guard(db_->Write(rocksdb::WriteOptions(), &batch), "rewrite " + name));
-          batch.Clear();
-        }
-      }
-      if (it->status().ok()) break;
-      ++dropped;  // a damaged block
-      salvage(it->status());
-      if (!candidates) candidates = RewriteCandidates(cf);
-      bool resumed = false;
-      while (!resumed && next < candidates->size()) {
-        const std::string& c = (*candidates)[next++];
-        if (c <= last) continue;
-        it->Seek(c);
-        resumed = it->status().ok();
-        if (!resumed) salvage(it->status());
-      }
-      if (!resumed) break;
-    }
-    AUXSTORE_RETURN_IF_ERROR(Guard(db_->Write(rocksdb::WriteOptions(), &batch), "rewrite " + name));
-    // Snapshots whose manifest sat in a damaged block (named by their refs).
-    for (const std::string& key : candidates ? *candidates : std::vector<std::string>()) {
+  std::set<std::string> kept_manifests;
+  RewriteHooks hooks;
+  // Every value is checked by its envelope (or its shape); the ledger's
+  // entries also by what they claim (KeepEntry).
+  hooks.keep = [&](std::string_view key, std::string_view value) {
+    return KeepEntry(cf, rocksdb::Slice(key.data(), key.size()),
+                     rocksdb::Slice(value.data(), value.size()));
+  };
+  // Not records: a snapshot with records in a damaged block is removed and
+  // reported, as repair always did (a read of it failed).
+  hooks.salvage_damaged_blocks = cf != kRecords;
+  hooks.on_table = [&](const RewriteTable& t, const TableWalk& walk) -> Status {
+    if (t.damaged || walk.Complete()) return Status::Ok();
+    return Status::Corruption("the table file " + t.meta.name + " of " + name +
+                              " could not be read whole (" + walk.Describe() +
+                              "); it was not known damaged: run the repair again");
+  };
+  if (cf == kManifests) {
+    hooks.on_written = [&](std::string_view key) { kept_manifests.emplace(key); };
+  }
+  RewriteCounts counts;
+  AUXSTORE_RETURN_IF_ERROR(
+      restore_compactions(WriteNewestVersions(db_.get(), h, name, tables, hooks, &counts)));
+  // Snapshots whose manifest sat in a damaged block (named by their refs).
+  if (cf == kManifests && counts.damaged_blocks > 0) {
+    for (const std::string& key : SnapshotsNamedElsewhere()) {
       CorruptSnapshot c;
-      if (cf != kManifests || kept_keys.count(key) || !ParseSnapshotKey(key, &c.ns, &c.prefix)) {
-        continue;
-      }
+      if (kept_manifests.count(key) || !ParseSnapshotKey(key, &c.ns, &c.prefix)) continue;
       c.why = "Corruption: its manifest record is in a damaged block";
       out->removed.push_back(std::move(c));
     }
   }
-  AUXSTORE_RETURN_IF_ERROR(Guard(db_->FlushWAL(true), "sync the rewrite of " + name));
-  rocksdb::FlushOptions fo;
-  fo.wait = true;
-  AUXSTORE_RETURN_IF_ERROR(Guard(db_->Flush(fo, h), "flush the rewrite of " + name));
+  AUXSTORE_RETURN_IF_ERROR(
+      restore_compactions(Guard(db_->FlushWAL(true), "sync the rewrite of " + name)));
+  AUXSTORE_RETURN_IF_ERROR(
+      restore_compactions(Guard(db_->Flush(fo, h), "flush the rewrite of " + name)));
   AUXSTORE_RETURN_IF_ERROR(DropFamilyFiles(cf, std::move(before), damaged, auto_off));
   Log(LogLevel::kWarn,
-      "repair rewrote " + name + " around its damaged files: " + std::to_string(kept) +
-          " entries kept, " + std::to_string(salvaged) + " salvaged from damaged blocks, " +
-          std::to_string(dropped) + " damaged blocks or entries lost");
+      "repair rewrote " + name + " around its damaged files: " + std::to_string(counts.written) +
+          " entries kept, " + std::to_string(counts.salvaged) + " of them salvaged from " +
+          std::to_string(counts.damaged_blocks) + " damaged blocks, " +
+          std::to_string(counts.not_kept) + " entries not intact dropped");
   return Status::Ok();
 }
 

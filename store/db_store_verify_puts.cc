@@ -179,6 +179,14 @@ void DbStore::Verifier::CheckPutRecords(NamespaceId ns, PutId put, const RunReco
           }
         } else {
           got = s_.PinRecord(want, &pinned);
+          if (!got.ok() && !got.IsNotFound() && !got.IsCorruption()) {
+            // Damage in a table file that does not hold this record (a
+            // Seek reads every level-0 file): a store problem, which repair
+            // clears, never this put's damage. Its records stay unchecked.
+            r_.store_problems.push_back("records of put " + PutHex(put) +
+                                        " could not be checked: " + got.message());
+            return;
+          }
           if (got.IsNotFound()) {
             got = Status::Corruption("missing array " + std::to_string(a) + " chunk " +
                                      std::to_string(c));

@@ -89,7 +89,7 @@ class DbStore::PieceReader {
       if (!(o->it->Valid() && o->it->key() == rocksdb::Slice(key))) o->it->Seek(key);
     }
     if (!o->it->Valid()) {
-      if (!o->it->status().ok()) return FromRocks(o->it->status(), "read a record");
+      if (!o->it->status().ok()) return s_.RecordReadError(key, o->it->status());
       return Status::NotFound("no record");
     }
     if (o->it->key() != rocksdb::Slice(key)) return Status::NotFound("no record");

@@ -12,8 +12,8 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <unordered_set>
 
+#include "store/family_rewrite.h"
 #include "store/rocks/private_dir.h"
 #include "store/rocks/rocks_options.h"
 #include "store/store_dir.h"
@@ -22,8 +22,6 @@
 
 namespace auxstore::store_internal {
 namespace {
-
-constexpr size_t kRewriteBatchBytes = 8u << 20;
 
 bool Exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
@@ -133,24 +131,6 @@ Status OpenRaw(const std::string& dir, RawDb* raw) {
   return Status::Ok();
 }
 
-// Newest first, as a lookup searches them: level 0 by largest sequence
-// number, then each level down.
-void SortNewestFirst(std::vector<rocksdb::LiveFileMetaData>* files) {
-  std::sort(files->begin(), files->end(), [](const auto& a, const auto& b) {
-    if (a.level != b.level) return a.level < b.level;
-    return a.largest_seqno > b.largest_seqno;
-  });
-}
-
-bool Covered(const std::vector<RangeTombstone>& tombstones, std::string_view key,
-             std::optional<uint64_t> below_sequence) {
-  for (const RangeTombstone& t : tombstones) {
-    if (key < t.begin || key >= t.end) continue;
-    if (!below_sequence || *below_sequence < t.sequence) return true;
-  }
-  return false;
-}
-
 struct FamilyRewrite {
   rocksdb::DB* db = nullptr;
   rocksdb::ColumnFamilyHandle* handle = nullptr;
@@ -161,50 +141,34 @@ struct FamilyRewrite {
 
 // Writes the newest version of every key the family's tables hold, as a
 // lookup would find it, into the family again (newer than all of them).
-Status WriteNewestVersions(FamilyRewrite& f, std::vector<rocksdb::LiveFileMetaData> files) {
-  SortNewestFirst(&files);
-  std::unordered_set<std::string> decided;
-  std::vector<RangeTombstone> newer_deletions;
-  rocksdb::WriteBatch batch;
-  uint64_t written = 0;
+Status WriteFromTables(FamilyRewrite& f, const std::vector<rocksdb::LiveFileMetaData>& files) {
+  std::vector<RewriteTable> tables;
   for (const auto& meta : files) {
     const std::string name = BareName(meta.name);
     const bool damaged = f.damaged.count(name) > 0;
-    const std::string path = f.dir + "/" + (damaged ? std::string(kDamagedDir) + "/" : "") + name;
-    TableWalk walk;
-    Status batch_error;
-    auto on_entry = [&](const TableEntry& e) -> Status {
-      if (!decided.emplace(e.user_key).second) return Status::Ok();
-      if (e.type != kTypeValue || Covered(newer_deletions, e.user_key, std::nullopt) ||
-          Covered(walk.range_tombstones, e.user_key, e.sequence)) {
-        return Status::Ok();
-      }
-      (void)batch.Put(f.handle, rocksdb::Slice(e.user_key.data(), e.user_key.size()),
-                      rocksdb::Slice(e.value.data(), e.value.size()));
-      ++written;
-      if (batch.GetDataSize() < kRewriteBatchBytes) return Status::Ok();
-      Status s = StatusOf(f.db->Write(rocksdb::WriteOptions(), &batch), "rewrite " + f.name);
-      batch.Clear();
-      return s;
-    };
-    AUXSTORE_RETURN_IF_ERROR(WalkTable(path, on_entry, &walk));
-    if (damaged) {
+    tables.push_back(
+        {meta, f.dir + "/" + (damaged ? std::string(kDamagedDir) + "/" : "") + name, damaged});
+  }
+  RewriteHooks hooks;
+  hooks.on_table = [&](const RewriteTable& t, const TableWalk& walk) -> Status {
+    const std::string name = BareName(t.meta.name);
+    if (t.damaged) {
       f.lines->push_back("table file " + name + " of " + f.name + " could not be opened (" +
                          f.damaged[name] + "); read without RocksDB: " + walk.Describe() +
-                         "; the damaged file is kept at " + path);
+                         "; the damaged file is kept at " + t.path);
     } else if (!walk.Complete()) {
       return Status::Corruption("the table file " + name + " of " + f.name +
                                 " could not be read whole without RocksDB (" + walk.Describe() +
                                 "); the family was not rewritten");
     }
-    newer_deletions.insert(newer_deletions.end(), walk.range_tombstones.begin(),
-                           walk.range_tombstones.end());
-  }
-  AUXSTORE_RETURN_IF_ERROR(
-      StatusOf(f.db->Write(rocksdb::WriteOptions(), &batch), "rewrite " + f.name));
+    return Status::Ok();
+  };
+  RewriteCounts counts;
+  AUXSTORE_RETURN_IF_ERROR(store_internal::WriteNewestVersions(f.db, f.handle, f.name,
+                                                               std::move(tables), hooks, &counts));
   f.lines->push_back("rewrote " + f.name + " from its " + std::to_string(files.size()) +
                      (files.size() == 1 ? " table file: " : " table files: ") +
-                     std::to_string(written) + " entries");
+                     std::to_string(counts.written) + " entries");
   return Status::Ok();
 }
 
@@ -237,7 +201,7 @@ Status RewriteFamily(FamilyRewrite& f) {
   fo.wait = true;
   AUXSTORE_RETURN_IF_ERROR(StatusOf(f.db->Flush(fo, f.handle), "flush " + f.name));
   const std::vector<rocksdb::LiveFileMetaData> before = FilesOf(f.db, f.name);
-  AUXSTORE_RETURN_IF_ERROR(WriteNewestVersions(f, before));
+  AUXSTORE_RETURN_IF_ERROR(WriteFromTables(f, before));
   AUXSTORE_RETURN_IF_ERROR(StatusOf(f.db->FlushWAL(true), "sync the rewrite of " + f.name));
   AUXSTORE_RETURN_IF_ERROR(StatusOf(f.db->Flush(fo, f.handle), "flush the rewrite of " + f.name));
   AUXSTORE_RETURN_IF_ERROR(DropFiles(f, before));

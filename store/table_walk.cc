@@ -255,6 +255,7 @@ Status WalkByIndex(const MappedFile& file, const std::vector<Handle>& blocks, Em
     }
     if (read) continue;
     ++out->damaged_blocks;
+    out->damaged_block_handles.emplace_back(h.offset, h.size);
     if (out->damaged_blocks <= 3) skipped += " " + std::to_string(h.offset);
   }
   out->stopped_at = out->data_end.value_or(0);

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "auxstore/status.h"
@@ -43,7 +44,10 @@ struct TableWalk {
   uint64_t entries = 0;         // point entries handed to the callback
   uint64_t blocks = 0;          // data blocks verified and read
   uint64_t damaged_blocks = 0;  // data blocks the index names that did not verify
-  uint64_t stopped_at = 0;      // the offset the walk ended at
+  // Where each of those is, as the index names it (offset, size without
+  // the trailer): sst_block_salvage.h can read entries back out of one.
+  std::vector<std::pair<uint64_t, uint64_t>> damaged_block_handles;
+  uint64_t stopped_at = 0;  // the offset the walk ended at
   // Where the data blocks end, from the footer and metaindex (the first
   // block after them), when those verify; and whether the walk got there.
   std::optional<uint64_t> data_end;

@@ -4,14 +4,18 @@
 #include "auxstore/layer_reader.h"
 
 #include <gtest/gtest.h>
+#include <rocksdb/db.h>
+#include <rocksdb/metadata.h>
 
 #include <algorithm>
+#include <fstream>
 #include <set>
 #include <vector>
 
 #include "format/envelope.h"
 #include "store/bytes.h"
 #include "store/keys.h"
+#include "store/rocks/rocks_options.h"
 #include "tests/store/record_damage.h"
 #include "tests/store/store_test_fixture.h"
 
@@ -62,6 +66,34 @@ class LayerReaderTest : public testing::StoreFixture {
     }
     EXPECT_EQ(at, r.entry().bytes);
     return out;
+  }
+
+  // Flips a byte in the first data block of the records table file whose
+  // smallest key is `key` (the store closed): real damage in a real file.
+  bool DamageFirstBlockOfFileHolding(const std::string& key) {
+    si::RocksSetup setup = si::MakeRocksSetup();
+    std::vector<rocksdb::ColumnFamilyHandle*> cfs;
+    rocksdb::DB* raw = nullptr;
+    if (!rocksdb::DB::OpenForReadOnly(setup.db, path(), setup.cfs, &cfs, &raw).ok()) return false;
+    std::vector<rocksdb::LiveFileMetaData> files;
+    raw->GetLiveFilesMetaData(&files);
+    std::string target;
+    for (const auto& f : files) {
+      if (f.column_family_name == si::kRecordsCf && f.smallestkey == key) {
+        target = f.db_path + "/" + f.name;
+      }
+    }
+    for (auto* h : cfs) (void)raw->DestroyColumnFamilyHandle(h);
+    delete raw;
+    if (target.empty()) return false;
+    std::fstream f(target, std::ios::in | std::ios::out | std::ios::binary);
+    char c = 0;
+    f.seekg(64);
+    f.read(&c, 1);
+    c ^= 0x5a;
+    f.seekp(64);
+    f.write(&c, 1);
+    return f.good();
   }
 
   // The key of chunk `chunk` of the opaque layer 0 of `p` (its one array).
@@ -252,6 +284,47 @@ TEST_F(LayerReaderTest, ReadLayerStreamsMultiMiBPiecesInOrderAndStopsAtTheDamage
   EXPECT_EQ(store_->Stats().quarantines, 1u);
   EXPECT_TRUE(store_->GetManifest(ns_, p).status().IsNotFound());
   EXPECT_EQ(store_->GetLayer(ns_, other, 0).value(), kept) << "only the damaged snapshot goes";
+}
+
+// A Seek (and, with few L0 files, a point lookup) reads blocks of table
+// files that cannot hold its key: a damaged first block in the next put's
+// file used to fail a healthy record sorting just before it, and quarantine
+// its snapshot. Now that read is a store problem (nothing quarantined) that
+// repair clears; only the damaged snapshot goes.
+TEST_F(LayerReaderTest, DamageInAnotherTableFileNeverQuarantinesAHealthySnapshot) {
+  const Prefix a = PrefixFromSeed(1), b = PrefixFromSeed(2);
+  const auto blob_a = PutOpaque(a, 3 * kChunk + 17, 1);
+  const std::string key_a = ChunkKey(a, 0);
+  Reopen();  // a clean close: a's records in a table file of their own
+  const auto blob_b = PutOpaque(b, 3 * kChunk + 17, 2);
+  const std::string key_b = ChunkKey(b, 0);
+  Close();  // and b's in the next one
+  const bool a_first = key_a < key_b;
+  const Prefix healthy = a_first ? a : b, damaged = a_first ? b : a;
+  const auto& healthy_blob = a_first ? blob_a : blob_b;
+  ASSERT_TRUE(DamageFirstBlockOfFileHolding(a_first ? key_b : key_a));
+  Open();
+
+  auto got = store_->GetLayer(ns_, healthy, 0);
+  if (got.ok()) {
+    EXPECT_EQ(*got, healthy_blob);
+  } else {
+    EXPECT_FALSE(got.status().IsCorruption()) << got.status().ToString();
+    EXPECT_NE(got.status().message().find("verify --repair"), std::string::npos)
+        << got.status().ToString();
+  }
+  EXPECT_EQ(store_->Stats().quarantines, 0u);
+  EXPECT_TRUE(store_->GetManifest(ns_, healthy).ok()) << "a healthy snapshot stays";
+
+  auto report = store_->Verify();
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  for (const auto& c : report->corrupt) EXPECT_NE(c.prefix, healthy) << c.why;
+  ASSERT_TRUE(store_->Repair(*report).ok());
+  EXPECT_EQ(store_->GetLayer(ns_, healthy, 0).value(), healthy_blob);
+  EXPECT_FALSE(store_->GetLayer(ns_, damaged, 0).ok()) << "the damaged one is not read back";
+  auto again = store_->Verify();
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->corrupt.empty());
 }
 
 }  // namespace
