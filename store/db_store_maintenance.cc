@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <thread>
+#include <unordered_set>
 
 #include "format/byte_order.h"
 #include "format/envelope.h"
@@ -50,6 +51,8 @@ void DbStore::LoadIndex() {
     return true;
   });
   std::unordered_map<std::string, IndexEntry> loaded;
+  std::unordered_set<std::string> unreadable;
+  bool complete = false;  // every manifest read: lookups may trust the index
   {
     std::unique_ptr<rocksdb::Iterator> it(
         db_->NewIterator(rocksdb::ReadOptions(), cf_[kManifests]));
@@ -59,7 +62,10 @@ void DbStore::LoadIndex() {
       Prefix prefix;
       if (!ParseSnapshotKey(key, &ns, &prefix)) continue;
       auto m = DecodeManifestRecord(key, Bytes(it->value()));
-      if (!m.ok()) continue;  // found and quarantined by the first read of it
+      if (!m.ok()) {  // found and quarantined by the first read of it
+        unreadable.insert(key);
+        continue;
+      }
       IndexEntry e{m->payload_bytes(), m->created_unix_ms, m->created_unix_ms, {}};
       for (PutId put : UsedPuts(*m)) {
         auto s = stored.find(PutKey(ns, put));
@@ -67,6 +73,7 @@ void DbStore::LoadIndex() {
       }
       loaded[key] = std::move(e);
     }
+    complete = it->status().ok();
   }
   {
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf_[kRecency]));
@@ -77,7 +84,7 @@ void DbStore::LoadIndex() {
           internal::GetLE64(reinterpret_cast<const uint8_t*>(it->value().data())));
     }
   }
-  index_.FinishLoad(std::move(loaded));
+  index_.FinishLoad(std::move(loaded), std::move(unreadable), complete);
 }
 
 Status DbStore::RunMaintenance() {

@@ -7,6 +7,7 @@ namespace auxstore::store_internal {
 void SnapshotIndex::AddLocked(const std::string& key, const IndexEntry& e, uint64_t stamp) {
   auto [it, inserted] = entries_.try_emplace(key, e);
   if (!inserted) return;
+  if (unreadable_.erase(key) == 0) known_.Insert(FingerprintSet::Of(key));
   it->second.stamp = stamp;
   bytes_ += e.bytes;
   for (const auto& [put, stored] : e.uses) {
@@ -38,7 +39,9 @@ void SnapshotIndex::Removed(const std::string& key) {
       }
     }
     entries_.erase(it);
+    known_.Erase(FingerprintSet::Of(key));
   }
+  if (unreadable_.erase(key)) known_.Erase(FingerprintSet::Of(key));
   dirty_.erase(key);
   if (!ready_) changed_during_load_.insert(key);
 }
@@ -52,14 +55,30 @@ void SnapshotIndex::Touched(const std::string& key, int64_t now_ms) {
   dirty_.insert(key);
 }
 
-void SnapshotIndex::FinishLoad(std::unordered_map<std::string, IndexEntry> loaded) {
+void SnapshotIndex::FinishLoad(std::unordered_map<std::string, IndexEntry> loaded,
+                               std::unordered_set<std::string> unreadable, bool complete) {
   std::lock_guard lock(mu_);
+  known_.Reserve(entries_.size() + loaded.size() + unreadable.size());
   for (auto& [key, e] : loaded) {
     if (changed_during_load_.count(key)) continue;
     AddLocked(key, e, 0);  // before anything this handle did
   }
+  for (const std::string& key : unreadable) {
+    if (changed_during_load_.count(key) || entries_.count(key)) continue;
+    if (unreadable_.insert(key).second) known_.Insert(FingerprintSet::Of(key));
+  }
   changed_during_load_.clear();
   ready_ = true;
+  complete_ = complete;
+}
+
+std::optional<ptrdiff_t> SnapshotIndex::LongestKnown(std::span<const std::string> keys) const {
+  std::lock_guard lock(mu_);
+  if (!ready_ || !complete_) return std::nullopt;
+  for (size_t i = keys.size(); i > 0; --i) {
+    if (known_.Contains(FingerprintSet::Of(keys[i - 1]))) return static_cast<ptrdiff_t>(i - 1);
+  }
+  return -1;
 }
 
 bool SnapshotIndex::ready() const {

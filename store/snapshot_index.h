@@ -8,13 +8,17 @@
 // persisted in batches by the maintenance thread, not once per read.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
+
+#include "store/fingerprint_set.h"
 
 namespace auxstore::store_internal {
 
@@ -40,9 +44,22 @@ class SnapshotIndex {
   void Touched(const std::string& key, int64_t now_ms);
 
   // Merges what the background loader found; keys added or removed by this
-  // handle while it ran keep their newer state.
-  void FinishLoad(std::unordered_map<std::string, IndexEntry> loaded);
+  // handle while it ran keep their newer state. `unreadable`: manifests the
+  // loader could not decode (not snapshots, but a lookup must still read them
+  // to quarantine them). `complete`: the loader read every manifest, so the
+  // index can answer lookups (LongestKnown).
+  void FinishLoad(std::unordered_map<std::string, IndexEntry> loaded,
+                  std::unordered_set<std::string> unreadable = {}, bool complete = true);
   bool ready() const;
+
+  // Lookups (issue 25): of `keys` (SnapshotKeys, shortest prefix first), the
+  // position of the last one whose manifest is stored as far as this index
+  // knows, -1 when none is; nullopt when the index cannot say (still loading,
+  // or the load did not read every manifest): the caller asks RocksDB. A key
+  // known here may be gone from RocksDB by the time it is read (an erase
+  // commits before it leaves the index); one absent here is not visible yet
+  // (a put commits before it enters it).
+  std::optional<ptrdiff_t> LongestKnown(std::span<const std::string> keys) const;
 
   uint64_t snapshots() const;
   uint64_t bytes() const;         // logical
@@ -85,6 +102,11 @@ class SnapshotIndex {
   uint64_t unique_bytes_ = 0;
   uint64_t next_stamp_ = 1;
   bool ready_ = false;
+  bool complete_ = false;                       // lookups may trust the index
+  std::unordered_set<std::string> unreadable_;  // damaged manifests found by the load
+  // One fingerprint per key of entries_ and of unreadable_ (disjoint): what
+  // LongestKnown probes.
+  FingerprintSet known_;
   void AddLocked(const std::string& key, const IndexEntry& e, uint64_t stamp);
   struct Lease {
     std::string key;
