@@ -104,6 +104,11 @@ class DbStore final : public Store {
                                        uint32_t block_size) override;
   Result<BatchLeases> LookupAndLease(NamespaceId ns, std::span<const Prefix> prefixes,
                                      uint64_t lease_ms) override;
+  // Row ranges (store_rows_paged.cc): of a paged layer, only the records
+  // holding the rows, each verified on its own; others as Store's.
+  Result<LayerRows> ReadLayerRows(NamespaceId ns, const Prefix& prefix, uint32_t layer,
+                                  uint64_t first_row, uint64_t last_row,
+                                  std::span<uint8_t> dst) override;
 
  private:
   DbStore(const Options& options, std::string path, std::shared_ptr<rocksdb::FileSystem> fs);
@@ -220,6 +225,10 @@ class DbStore final : public Store {
   // layer (include/auxstore/layer_reader.h).
   class PieceReader;
   class LayerCursor;
+  // Row ranges' records and damage (store_rows_paged.cc).
+  class RowRecords;
+  Status RowRecordDamaged(NamespaceId ns, const Prefix& prefix, const Manifest& m, uint32_t layer,
+                          const LayerPiece& piece, Status why);
   struct ReadMode {
   // The error of a records iterator that failed reading `key`. A Seek also
   // reads blocks of table files that cannot hold `key` (with few L0 files,

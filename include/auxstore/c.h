@@ -689,13 +689,17 @@ int auxstore_lease_release_many(auxstore_t* db, const uint64_t* leases, size_t n
  * keys; DSA: k_normed, gate, valid) into `dst` (`capacity` bytes): array a's
  * rows after the earlier arrays' rows, each array's rows contiguous. An
  * engine that holds rows [0, first_row) fetches only the rest; a connector
- * keyed by page reads one page. The whole layer is read and verified (every
- * record and the layer digest); only the wanted rows are copied, once, into
- * `dst`. *size (when not NULL): the bytes written, (last_row - first_row) *
- * the row bytes of all arrays; *rows (when not NULL): the layer's rows in
- * all. AUXSTORE_INVALID_ARGUMENT for an opaque layer; AUXSTORE_OUT_OF_RANGE
- * (nothing read) for a bad range or a too-small capacity; AUXSTORE_CORRUPTION
- * quarantines the snapshot (dst then holds partial bytes). */
+ * keyed by page reads one page. A paged layer (put with a block chain) reads
+ * only the records holding the rows, each verified on its own (its envelope
+ * and XXH3-64; the layer digest needs every page and is not checked: damage
+ * outside the range does not fail it); any other layer is read and verified
+ * whole (every record and the layer digest). Only the wanted rows are
+ * copied, once, into `dst`. *size (when not NULL): the bytes written,
+ * (last_row - first_row) * the row bytes of all arrays; *rows (when not
+ * NULL): the layer's rows in all. AUXSTORE_INVALID_ARGUMENT for an opaque
+ * layer; AUXSTORE_OUT_OF_RANGE (nothing read) for a bad range or a too-small
+ * capacity; AUXSTORE_CORRUPTION quarantines the snapshot (dst then holds
+ * partial bytes). */
 int auxstore_read_layer_rows(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], uint32_t layer,
                              uint64_t first_row, uint64_t last_row, void* dst, size_t capacity,
                              size_t* size, uint64_t* rows, char** errmsg);

@@ -325,9 +325,12 @@ class Store {
   // (last_row - first_row) rows, each array's rows contiguous, so an engine
   // that already holds rows [0, first_row) on its device fetches only the
   // rest, and a connector keyed by page reads one page (rows [p * P, (p +
-  // 1) * P)). The whole layer is read and verified (every record, and the
-  // layer digest, as ReadLayerInto does); only the wanted rows are copied,
-  // once, from RocksDB's block into `dst`.
+  // 1) * P)). Here the whole layer is read and verified (every record, and
+  // the layer digest, as ReadLayerInto does); DbStore reads a paged layer's
+  // records holding the rows only, each verified on its own (its envelope
+  // and XXH3-64: the layer digest needs every page), so damage outside the
+  // range does not fail it (store/store_rows_paged.cc). Only the wanted rows
+  // are copied, once, from RocksDB's block into `dst`.
   struct LayerRows {
     uint64_t bytes = 0;  // bytes written to dst
     uint64_t rows = 0;   // the layer's rows in all (QSA ingested, DSA len)
