@@ -10,59 +10,20 @@
 #include "capi/c_convert.h"
 #include "capi/c_errors.h"
 #include "capi/c_handles.h"
+#include "capi/c_restore_targets.h"
 #include "capi/c_state_use.h"
 
 using auxstore::Result;
 using auxstore::Status;
+using auxstore::capi::CheckRestore;
 using auxstore::capi::Guard;
 using auxstore::capi::Live;
 using auxstore::capi::NotNull;
 using auxstore::capi::RestoreClaims;
 using auxstore::capi::StateUse;
+using auxstore::capi::Targets;
 
 namespace {
-
-// Restore targets checked and claimed (marked as a restore's targets until
-// it is done), mapped by layer.
-struct Targets {
-  auxstore::RestoreTargets map;
-  RestoreClaims claims;
-};
-
-Status ToTargets(const auxstore_pipeline_t& p, const auxstore_restore_target_t* targets, size_t n,
-                 Targets* out) {
-  if (n == 0) return Status::InvalidArgument("no restore targets (n is 0)");
-  AUXSTORE_RETURN_IF_ERROR(NotNull(targets, "targets"));
-  for (size_t i = 0; i < n; ++i) {
-    const std::string at = "targets[" + std::to_string(i) + "]";
-    for (size_t j = 0; j < i; ++j) {
-      if (targets[j].state == targets[i].state && targets[i].state != nullptr) {
-        return Status::InvalidArgument(at + ".state is targets[" + std::to_string(j) +
-                                       "].state too: each layer needs its own state");
-      }
-    }
-    std::shared_ptr<auxstore_state_t> s;
-    AUXSTORE_RETURN_IF_ERROR(out->claims.Add(targets[i].state, at + ".state", &s));
-    if (s->backend != p.backend) {
-      return Status::InvalidArgument(at + ".state lives on another backend than the pipeline's");
-    }
-    if (!out->map.emplace(targets[i].layer, s->state.get()).second) {
-      return Status::InvalidArgument(at + ".layer " + std::to_string(targets[i].layer) +
-                                     " repeats an earlier target's layer");
-    }
-  }
-  return Status::Ok();
-}
-
-Result<std::shared_ptr<auxstore_pipeline_t>> CheckRestore(const auxstore_pipeline_t* pipeline,
-                                                          const uint8_t* prefix,
-                                                          const auxstore_restore_target_t* targets,
-                                                          size_t n, Targets* out) {
-  AUXSTORE_ASSIGN_OR_RETURN(auto p, Live(pipeline, "pipeline"));
-  AUXSTORE_RETURN_IF_ERROR(NotNull(prefix, "prefix"));
-  AUXSTORE_RETURN_IF_ERROR(ToTargets(*p, targets, n, out));
-  return p;
-}
 
 Status Snapshot(auxstore_pipeline_t* pipeline, uint64_t ns, const uint8_t prefix[16],
                 uint64_t token_count, const auxstore_snapshot_source_t* sources, size_t n,

@@ -104,6 +104,8 @@ const char* HandleKindName(HandleKind kind) {
       return "auxstore_host_buffer_t";
     case HandleKind::kHostRead:
       return "auxstore_host_read_t";
+    case HandleKind::kRestoreBatch:
+      return "auxstore_restore_batch_t";
   }
   return "auxstore handle";
 }

@@ -27,6 +27,7 @@ enum class HandleKind : uint8_t {
   kRestore = 6,
   kHostBuffer = 7,
   kHostRead = 8,
+  kRestoreBatch = 9,
 };
 
 // The C type's name, e.g. "auxstore_t".

@@ -662,6 +662,60 @@ int auxstore_count_leading_stored(auxstore_t* db, uint64_t ns, const uint8_t (*p
 /* How many LEADING pages of a block chain (`n_blocks` chained hashes of
  * blocks of `block_size` tokens, as auxstore_prefix_hash gives them) the
  * namespace stores, by whichever snapshot's paged put (block_chain in
+/* ---- many snapshots into device states, one handle ---------------------------- */
+/* One snapshot of a batched restore: its targets (fresh states, one per
+ * layer, as auxstore_restore_start's) and the lease (from
+ * auxstore_lookup_leased, 0: none) released when its restore completes. */
+typedef struct auxstore_restore_snapshot_t {
+  uint64_t ns;
+  uint8_t prefix[16];
+  const auxstore_restore_target_t* targets;
+  size_t n_targets;
+  uint64_t lease;
+} auxstore_restore_snapshot_t;
+typedef struct auxstore_restore_batch_t auxstore_restore_batch_t;
+/* Restores `n` snapshots (vLLM's start_load_kv of a step's requests) with
+ * one handle; snapshot i's completion and each of its layers' are waited
+ * for or polled by i. Every snapshot is checked first (its targets as
+ * auxstore_restore_start checks them, and no state in two snapshots):
+ * AUXSTORE_INVALID_ARGUMENT naming snapshots[i], nothing started. Then each
+ * is one restore of the pipeline (store block -> staging, verified -> the
+ * state, on `stream` when use_stream is 1, else the pipeline's stream), all
+ * running at once; a snapshot's own error (missing, corrupt) never stops
+ * the others. `options` may be NULL; its lease, on_layer and done must be
+ * 0 / NULL (a lease is per snapshot, above). */
+int auxstore_restore_batch_start(auxstore_pipeline_t* pipeline,
+                                 const auxstore_restore_snapshot_t* snapshots, size_t n,
+                                 const auxstore_restore_options_t* options,
+                                 auxstore_restore_batch_t** out, char** errmsg);
+/* 1 when every snapshot is done, 0 while some run (-1: handle not live). */
+int auxstore_restore_batch_poll(const auxstore_restore_batch_t* batch);
+/* 1 when snapshot i is done, 0 while it runs (-1: handle not live or i >= n). */
+int auxstore_restore_batch_snapshot_done(const auxstore_restore_batch_t* batch, size_t i);
+/* 1 when `layer` of snapshot i is on the device, else 0 (-1 as above). */
+int auxstore_restore_batch_layer_done(const auxstore_restore_batch_t* batch, size_t i,
+                                      uint32_t layer);
+/* Waits for snapshot i: its result (the message names snapshots[i]). */
+int auxstore_restore_batch_wait_snapshot(auxstore_restore_batch_t* batch, size_t i,
+                                         char** errmsg);
+/* Waits for `layer` of snapshot i (vLLM's wait_for_layer_load): OK once it
+ * is on the device, or the snapshot's error if it failed before. */
+int auxstore_restore_batch_wait_layer(auxstore_restore_batch_t* batch, size_t i, uint32_t layer,
+                                      char** errmsg);
+/* Waits for every snapshot: OK, or the first failed one's error. */
+int auxstore_restore_batch_wait(auxstore_restore_batch_t* batch, char** errmsg);
+/* The snapshots (indices) done since the last call, each once, ascending
+ * (vLLM's get_finished): up to `capacity` into `indices`, *n how many; the
+ * rest come with a later call. Does not wait. */
+int auxstore_restore_batch_finished(auxstore_restore_batch_t* batch, size_t* indices,
+                                    size_t capacity, size_t* n, char** errmsg);
+/* Asks every restore to stop (each ends AUXSTORE_UNAVAILABLE, "cancelled",
+ * unless it already committed). Returns at once. */
+void auxstore_restore_batch_cancel(auxstore_restore_batch_t* batch);
+/* Frees the handle; restores still running go on (their targets stay
+ * theirs until done), as auxstore_restore_handle_release. */
+void auxstore_restore_batch_release(auxstore_restore_batch_t* batch);
+
  * auxstore_put_options_t) stored them: *pages, and (when not NULL)
  * *page_tokens, the tokens of a page (the namespace's page_tokens, else
  * block_size), so the stored rows are [0, *pages * *page_tokens). One

@@ -143,6 +143,8 @@ opaque_handles! {
 
 // ---- plain types ------------------------------------------------------------------------
 
+    /// Many snapshots being restored into device states, one handle.
+    auxstore_restore_batch_t;
 /// A namespace's geometry (`qsa_hd == 0`: no QSA layers; `dsa_index_head_dim
 /// == 0`: no DSA layers).
 #[repr(C)]
@@ -255,6 +257,22 @@ pub struct auxstore_restore_target_t {
 /// `fn(arg, level, source, message)`: see `auxstore_options_set_log_callback`.
 pub type auxstore_log_fn =
     Option<unsafe extern "C" fn(arg: *mut c_void, level: c_int, source: *const c_char, message: *const c_char)>;
+
+/// One snapshot of a batched restore ([`auxstore_restore_batch_start`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct auxstore_restore_snapshot_t {
+    /// The namespace.
+    pub ns: u64,
+    /// The prefix.
+    pub prefix: [u8; 16],
+    /// Its targets: fresh states, one per layer.
+    pub targets: *const auxstore_restore_target_t,
+    /// Targets at `targets`.
+    pub n_targets: usize,
+    /// A lease released when its restore completes (0: none).
+    pub lease: u64,
+}
 
 /// An opaque layer's declared shape.
 #[repr(C)]
@@ -889,4 +907,27 @@ pub const C_HEADER_PATH: &str = env!("AUXSTORE_SYS_C_H");
 
 /// The folder libauxstore_c.so was linked from (build.rs; empty when
 /// pkg-config named no `-L` folder).
+
+    // ---- many snapshots into device states, one handle ---------------------------------------
+    /// Restores `n` snapshots with one handle: every snapshot checked first (nothing started on a
+    /// refusal), then one pipeline restore each, all at once.
+    pub fn auxstore_restore_batch_start(pipeline: *mut auxstore_pipeline_t, snapshots: *const auxstore_restore_snapshot_t, n: usize, options: *const auxstore_restore_options_t, out: *mut *mut auxstore_restore_batch_t, errmsg: *mut *mut c_char) -> c_int;
+    /// 1 when every snapshot is done, 0 while some run, -1 for a handle not live.
+    pub fn auxstore_restore_batch_poll(batch: *const auxstore_restore_batch_t) -> c_int;
+    /// 1 when snapshot `i` is done, 0 while it runs, -1 for a bad handle or `i`.
+    pub fn auxstore_restore_batch_snapshot_done(batch: *const auxstore_restore_batch_t, i: usize) -> c_int;
+    /// 1 when `layer` of snapshot `i` is on the device, else 0 (-1 as above).
+    pub fn auxstore_restore_batch_layer_done(batch: *const auxstore_restore_batch_t, i: usize, layer: u32) -> c_int;
+    /// Waits for snapshot `i`: its result.
+    pub fn auxstore_restore_batch_wait_snapshot(batch: *mut auxstore_restore_batch_t, i: usize, errmsg: *mut *mut c_char) -> c_int;
+    /// Waits for `layer` of snapshot `i`.
+    pub fn auxstore_restore_batch_wait_layer(batch: *mut auxstore_restore_batch_t, i: usize, layer: u32, errmsg: *mut *mut c_char) -> c_int;
+    /// Waits for every snapshot: OK or the first failed one's error.
+    pub fn auxstore_restore_batch_wait(batch: *mut auxstore_restore_batch_t, errmsg: *mut *mut c_char) -> c_int;
+    /// The snapshot indices done since the last call, each once, ascending.
+    pub fn auxstore_restore_batch_finished(batch: *mut auxstore_restore_batch_t, indices: *mut usize, capacity: usize, n: *mut usize, errmsg: *mut *mut c_char) -> c_int;
+    /// Asks every restore to stop; returns at once.
+    pub fn auxstore_restore_batch_cancel(batch: *mut auxstore_restore_batch_t);
+    /// Frees the handle; restores still running go on.
+    pub fn auxstore_restore_batch_release(batch: *mut auxstore_restore_batch_t);
 pub const LIB_DIR: &str = env!("AUXSTORE_SYS_LIB_DIR");
