@@ -221,6 +221,12 @@ class DbStore final : public Store {
   };
   // NotFound when no record has `key`; the value is not verified here.
   Status PinRecord(const std::string& key, PinnedRecord* out);
+  // The error of a records iterator that failed reading `key`. A Seek also
+  // reads blocks of table files that cannot hold `key` (with few L0 files,
+  // every one of them): damage there is a store problem (IOError, which
+  // quarantines nothing; `verify --repair` rewrites the family), never a
+  // reason to call a healthy record, and its snapshot, corrupt.
+  Status RecordReadError(const std::string& key, const rocksdb::Status& s);
   // ---- the layer reader (layer_reader.cc): the only code that verifies a
   // layer (include/auxstore/layer_reader.h).
   class PieceReader;
@@ -230,12 +236,6 @@ class DbStore final : public Store {
   Status RowRecordDamaged(NamespaceId ns, const Prefix& prefix, const Manifest& m, uint32_t layer,
                           const LayerPiece& piece, Status why);
   struct ReadMode {
-  // The error of a records iterator that failed reading `key`. A Seek also
-  // reads blocks of table files that cannot hold `key` (with few L0 files,
-  // every one of them): damage there is a store problem (IOError, which
-  // quarantines nothing; `verify --repair` rewrites the family), never a
-  // reason to call a healthy record, and its snapshot, corrupt.
-  Status RecordReadError(const std::string& key, const rocksdb::Status& s);
     // Pieces read ahead on read_pool_ while the caller verifies the ones
     // before (ReadLayer's streaming; every block read then stays pinned
     // until the reader goes, but for pieces of 1 MiB and more, each held by
