@@ -55,7 +55,7 @@ void FingerprintSet::Place(uint64_t f) {
 }
 
 void FingerprintSet::Insert(uint64_t f) {
-  if (!slots_ || 2 * (size_ + 1) > mask_ + 1) Reserve(2 * (size_ + 1));
+  if (!slots_ || 2 * (size_ + 1) > mask_ + 1) Reserve(size_ + 1);  // doubles
   Place(f);
   ++size_;
 }
