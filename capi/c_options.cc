@@ -97,6 +97,26 @@ int auxstore_options_set_create_if_missing(auxstore_options_t* o, int create, ch
   });
 }
 
+int auxstore_options_set_shared(auxstore_options_t* o, const char* uri, int write_mode,
+                                uint64_t queue_bytes, int shed_when_full, char** errmsg) {
+  return Setter(__func__, o, errmsg, [&](auxstore::Options& opt) -> Status {
+    if (write_mode != AUXSTORE_SHARED_THROUGH && write_mode != AUXSTORE_SHARED_BEHIND) {
+      return Status::InvalidArgument("write_mode " + std::to_string(write_mode) +
+                                     " is neither AUXSTORE_SHARED_THROUGH (0) nor "
+                                     "AUXSTORE_SHARED_BEHIND (1)");
+    }
+    if (queue_bytes == 0) return Status::InvalidArgument("queue_bytes is 0, must be > 0");
+    bool shed = false;
+    AUXSTORE_RETURN_IF_ERROR(Boolean(shed_when_full, "shed_when_full", &shed));
+    opt.shared = uri == nullptr ? "" : uri;
+    opt.shared_write = write_mode == AUXSTORE_SHARED_THROUGH ? auxstore::SharedWrite::kThrough
+                                                             : auxstore::SharedWrite::kBehind;
+    opt.shared_queue_bytes = queue_bytes;
+    opt.shared_shed_when_full = shed;
+    return Status::Ok();
+  });
+}
+
 int auxstore_options_set_log_callback(auxstore_options_t* options, auxstore_log_fn fn, void* arg,
                                       int min_level, char** errmsg) {
   return Setter(__func__, options, errmsg, [&](auxstore::Options& o) -> Status {

@@ -15,6 +15,7 @@
 #include "store/manifest_tail.h"
 #include "store/meta_keys.h"
 #include "store/open_on_file_system.h"
+#include "store/shared_open.h"
 #include "store/rocks/capped_manifest_fs.h"
 #include "store/rocks/deferred_delete_fs.h"
 #include "store/rocks/held_files_fs.h"
@@ -25,6 +26,7 @@
 namespace auxstore {
 
 Result<std::unique_ptr<Store>> Store::Open(const Options& options, const std::string& path) {
+  if (!options.shared.empty()) return shared::OpenTieredStore(options, path);
   return store_internal::DbStore::Open(options, path);
 }
 

@@ -141,6 +141,18 @@ int auxstore_options_set_read_only(auxstore_options_t* options, int read_only,
 int auxstore_options_set_create_if_missing(auxstore_options_t* options, int create,
                                            char** errmsg); /* 0 or 1 */
 
+/* The shared tier (docs/shared-tier.md): `uri` is a
+ * rados://POOL?conf=PATH&namespace=NS... string; NULL or "" = none (the
+ * embedded store alone, as before). `write_mode`: AUXSTORE_SHARED_THROUGH (a
+ * put returns once the pool acknowledged it) or AUXSTORE_SHARED_BEHIND
+ * (once committed locally; the upload queued, at most `queue_bytes` > 0 of
+ * snapshots, and when full a put waits, or with `shed_when_full` 1 is not
+ * queued and counted: C++ StoreStats::shared_shed). The URI is checked by
+ * auxstore_open. */
+enum { AUXSTORE_SHARED_THROUGH = 0, AUXSTORE_SHARED_BEHIND = 1 };
+int auxstore_options_set_shared(auxstore_options_t* options, const char* uri, int write_mode,
+                                uint64_t queue_bytes, int shed_when_full, char** errmsg);
+
 /* Log records: auxstore's own warnings and RocksDB's info log, delivered to
  * `fn` instead of any log file. `level` and `min_level` are AUXSTORE_LOG_*;
  * `source` is "auxstore" or "rocksdb"; `message` is one line, valid only

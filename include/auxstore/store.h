@@ -37,6 +37,13 @@ namespace auxstore {
 
 enum class Durability : uint8_t { kSync = 0, kAsync = 1 };
 
+// When a put on a store with a shared tier (Options::shared) returns
+// (docs/shared-tier.md): kThrough — after the local commit AND RADOS
+// acknowledged the snapshot's pages and its manifest; kBehind — after the
+// local commit, the upload queued (bounded by shared_queue_bytes) and
+// written by a background thread, retried while it fails.
+enum class SharedWrite : uint8_t { kThrough = 0, kBehind = 1 };
+
 struct Options {
   Durability durability = Durability::kSync;
   // Layer blobs are cut into records of this many payload bytes.
@@ -71,6 +78,18 @@ struct Options {
   // store writes no log file.
   LogSink log_sink;
   LogLevel log_level = LogLevel::kWarn;
+  // The shared tier: a rados://POOL?conf=PATH&namespace=NS... URI
+  // (docs/shared-tier.md). Empty: the embedded store alone, as before. Set:
+  // the directory is the local store in front, the pool the tier every
+  // process and node that names it shares: puts go to both (shared_write),
+  // lookups that miss locally ask the pool and restore what it holds.
+  std::string shared;
+  SharedWrite shared_write = SharedWrite::kThrough;
+  // kBehind: bytes of snapshots queued for upload at most. When full, a put
+  // waits for room (shared_shed_when_full false) or queues nothing and
+  // counts the snapshot in StoreStats::shared_shed (true).
+  uint64_t shared_queue_bytes = 256ull << 20;
+  bool shared_shed_when_full = false;
 };
 
 // One layer of a snapshot to write.
@@ -124,6 +143,15 @@ struct StoreStats {
   uint64_t leases = 0;                // live leases
   bool index_ready = false;           // the background LRU index has loaded
   bool fenced = false;                // a write failed; reopen to write again
+  // The shared tier (Options::shared; all 0 without one), by this handle:
+  uint64_t shared_uploads = 0;          // snapshots committed to the pool (or found there)
+  uint64_t shared_pages_stored = 0;     // page objects created in the pool
+  uint64_t shared_pages_present = 0;    // pages the pool held already (stored nothing)
+  uint64_t shared_upload_failures = 0;  // upload attempts that failed (retried while queued)
+  uint64_t shared_shed = 0;             // kBehind snapshots not uploaded: the queue was full
+  uint64_t shared_queued = 0;           // kBehind snapshots waiting for upload now
+  uint64_t shared_restores = 0;         // snapshots restored from the pool into the local store
+  uint64_t shared_corruptions = 0;      // pool objects found damaged (their snapshots quarantined)
 };
 
 // A lease pins a snapshot against eviction, TTL expiry and compaction

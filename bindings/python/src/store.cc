@@ -54,7 +54,7 @@ int ToDurability(py::handle d) {
 
 Store::Store(py::object path, uint64_t capacity_bytes, uint64_t ttl_seconds, py::object chunk_bytes,
              py::object durability, bool read_only, bool create_if_missing, py::object log,
-             int log_level)
+             int log_level, const std::string& shared, const std::string& shared_write)
     : Handle("store") {
   ForbidInLogCallback();
   py::object fs = py::module_::import("os").attr("fsdecode")(path);
@@ -75,6 +75,17 @@ Store::Store(py::object path, uint64_t capacity_bytes, uint64_t ttl_seconds, py:
   Check([&](char** e) {
     return auxstore_options_set_create_if_missing(o.get(), create_if_missing ? 1 : 0, e);
   });
+  if (!shared.empty()) {
+    CheckNoNul(shared, "shared");
+    if (shared_write != "through" && shared_write != "behind") {
+      throw py::value_error("shared_write '" + shared_write +
+                            "' is neither 'through' nor 'behind'");
+    }
+    const int mode = shared_write == "through" ? AUXSTORE_SHARED_THROUGH : AUXSTORE_SHARED_BEHIND;
+    Check([&](char** e) {
+      return auxstore_options_set_shared(o.get(), shared.c_str(), mode, 256ull << 20, 0, e);
+    });
+  }
   if (!log.is_none()) {
     if (!PyCallable_Check(log.ptr())) {
       if (!py::hasattr(log, "log")) {

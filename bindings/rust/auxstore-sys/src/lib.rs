@@ -69,6 +69,10 @@ pub const AUXSTORE_KIND_OPAQUE: c_int = 3;
 pub const AUXSTORE_SYNC: c_int = 0;
 /// Puts are durable at `auxstore_flush`.
 pub const AUXSTORE_ASYNC: c_int = 1;
+/// Shared tier: a put returns once the pool acknowledged its pages and manifest.
+pub const AUXSTORE_SHARED_THROUGH: c_int = 0;
+/// Shared tier: a put returns once committed locally; its upload is queued.
+pub const AUXSTORE_SHARED_BEHIND: c_int = 1;
 /// CUDA when built and a device is present, else host.
 pub const AUXSTORE_BACKEND_AUTO: c_int = 0;
 /// The host backend (host memory as device memory).
@@ -613,6 +617,10 @@ c_api! {
     pub fn auxstore_options_set_read_only(options: *mut auxstore_options_t, read_only: c_int, errmsg: *mut *mut c_char) -> c_int;
     /// 1: opening a missing store creates it; 0: it is `AUXSTORE_NOT_FOUND`.
     pub fn auxstore_options_set_create_if_missing(options: *mut auxstore_options_t, create: c_int, errmsg: *mut *mut c_char) -> c_int;
+    /// The shared tier: `uri` a `rados://POOL?conf=PATH&namespace=NS...` string (NULL or "": none),
+    /// `write_mode` [`AUXSTORE_SHARED_THROUGH`] or [`AUXSTORE_SHARED_BEHIND`], `queue_bytes` > 0 the
+    /// behind queue's bound, `shed_when_full` 0 (a put waits for room) or 1 (not queued, counted).
+    pub fn auxstore_options_set_shared(options: *mut auxstore_options_t, uri: *const c_char, write_mode: c_int, queue_bytes: u64, shed_when_full: c_int, errmsg: *mut *mut c_char) -> c_int;
     /// Delivers auxstore's warnings and RocksDB's info log at `min_level` (`AUXSTORE_LOG_*`) and
     /// above to `fn_(arg, level, source, message)` instead of any log file. `fn_` may run on any
     /// thread while a store opened with these options is open (its close included), so `arg` must

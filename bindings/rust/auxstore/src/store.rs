@@ -133,6 +133,26 @@ impl Options {
         Ok(self)
     }
 
+    /// The shared tier (docs/shared-tier.md): `uri` a
+    /// `rados://POOL?conf=PATH&namespace=NS...` string ("" = none, the
+    /// embedded store alone). [`SharedWrite::Through`]: a put returns once the
+    /// pool acknowledged it; [`SharedWrite::Behind`]: once committed locally,
+    /// its upload queued (at most `queue_bytes` > 0 of snapshots; when full a
+    /// put waits, or with `shed_when_full` is not queued and is counted).
+    /// The URI is checked by [`Store::open`].
+    pub fn shared(&mut self, uri: &str, write: SharedWrite, queue_bytes: u64, shed_when_full: bool) -> Result<&mut Self> {
+        let uri = cstring("shared uri", uri)?;
+        let mode = match write {
+            SharedWrite::Through => sys::AUXSTORE_SHARED_THROUGH,
+            SharedWrite::Behind => sys::AUXSTORE_SHARED_BEHIND,
+        };
+        // SAFETY: a live handle (self) and pointers to values that outlive the call.
+        check(|e| unsafe {
+            sys::auxstore_options_set_shared(self.raw.as_ptr(), uri.as_ptr(), mode, queue_bytes, shed_when_full as c_int, e)
+        })?;
+        Ok(self)
+    }
+
     /// Delivers auxstore's warnings and RocksDB's info log (`level >=
     /// min_level`) to `f(level, source, message)` instead of any log file;
     /// `source` is "auxstore" or "rocksdb". `f` may run on any auxstore or

@@ -115,6 +115,15 @@ pub enum Durability {
     Async,
 }
 
+/// When a put on a store with a shared tier returns ([`crate::Options::shared`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SharedWrite {
+    /// Once the pool acknowledged the snapshot's pages and manifest.
+    Through,
+    /// Once committed locally; the upload queued and written behind.
+    Behind,
+}
+
 /// Which backend: `Auto` (CUDA when built and a device answers, else host).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackendKind {

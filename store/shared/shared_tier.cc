@@ -1,0 +1,211 @@
+#include "store/shared/shared_tier.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <map>
+#include <random>
+
+#include "store/rados/rados_aio.h"
+
+namespace auxstore::shared {
+namespace {
+
+constexpr const char* kHashXattr = "auxstore.xxh3";  // as RadosManifests writes it
+constexpr size_t kInFlight = 32;
+
+std::string MakeHolder() {
+  char host[128] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::random_device rd;
+  return std::string(host) + "." + std::to_string(getpid()) + "." + std::to_string(rd());
+}
+
+std::string ObjectOf(NamespaceId ns, const Prefix& prefix) {
+  auto id = SharedId(ns, prefix);
+  return rados::ManifestObjectName(id);
+}
+
+}  // namespace
+
+SharedTier::SharedTier(std::unique_ptr<rados::RadosConnection> conn)
+    : conn_(std::move(conn)),
+      pages_(*conn_, kInFlight),
+      manifests_(*conn_, kInFlight),
+      holder_(MakeHolder()) {}
+
+Result<std::unique_ptr<SharedTier>> SharedTier::Open(const std::string& uri) {
+  AUXSTORE_ASSIGN_OR_RETURN(auto parsed, rados::ParseRadosUri(uri));
+  AUXSTORE_ASSIGN_OR_RETURN(auto conn, rados::RadosConnection::Open(parsed));
+  return std::unique_ptr<SharedTier>(new SharedTier(std::move(conn)));
+}
+
+Status SharedTier::Put(Upload& up) {
+  SharedRecord& r = up.record;
+  r.layers.clear();
+  std::vector<ByteSpan> pieces;
+  for (size_t i = 0; i < r.manifest.layers.size(); ++i) {
+    const LayerEntry& l = r.manifest.layers[i];
+    SharedLayer sl{l.layer, {}};
+    for (const Range& c : CutLayer(r.manifest, l)) {
+      ByteSpan piece = up.layers[i].subspan(c.offset, c.bytes);
+      sl.segments.push_back({rados::PageKey::Of(piece), c.bytes});
+      pieces.push_back(piece);
+    }
+    r.layers.push_back(std::move(sl));
+  }
+  // Each distinct page once (a layer may repeat a page, and so may layers).
+  std::map<rados::PageKey, ByteSpan> distinct;
+  for (size_t i = 0, k = 0; i < r.layers.size(); ++i)
+    for (const auto& s : r.layers[i].segments) distinct.emplace(s.key, pieces[k++]);
+  pieces.clear();
+  for (auto& [key, bytes] : distinct) pieces.push_back(bytes);
+  const auto id = SharedId(r.ns, r.prefix);
+  const auto bytes = EncodeSharedRecord(r);
+  Status st;
+  // A page found stored may be reclaimed before the commit touches it (an
+  // orphan past its grace): the commit then says NotFound; put again.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto put = pages_.PutPages(pieces);
+    if (!put.ok()) {
+      st = put.status();
+      break;
+    }
+    counters_.pages_stored += put->stored;
+    counters_.pages_present += put->already_stored;
+    auto commit = manifests_.Commit(id, bytes, r.Pages());
+    st = commit.status();
+    // Busy: another writer committed this prefix with other bytes (its own
+    // put id and time) first: the pool holds the prefix, ours is not needed.
+    if (commit.ok() || st.code() == StatusCode::kBusy) st = Status::Ok();
+    if (st.code() != StatusCode::kNotFound) break;
+  }
+  if (st.ok()) {
+    ++counters_.uploads;
+  } else {
+    ++counters_.upload_failures;
+  }
+  return st;
+}
+
+Result<std::vector<std::optional<SharedRecord>>> SharedTier::ReadRecords(
+    NamespaceId ns, std::span<const Prefix> prefixes) {
+  const size_t n = prefixes.size();
+  std::vector<std::optional<SharedRecord>> out(n);
+  std::vector<librados::bufferlist> data(n), hash(n);
+  std::vector<int> hash_rc(n, 0);
+  std::vector<librados::ObjectReadOperation> ops(n);
+  std::vector<std::string> objects(n);
+  Status failed;
+  std::vector<std::pair<size_t, std::string>> damaged;
+  rados::RunWindowed(
+      n, kInFlight,
+      [&](size_t i, librados::AioCompletion* c) {
+        objects[i] = ObjectOf(ns, prefixes[i]);
+        ops[i].read(0, 0, &data[i], nullptr);
+        ops[i].getxattr(kHashXattr, &hash[i], &hash_rc[i]);
+        return conn_->io().aio_operate(objects[i], c, &ops[i], nullptr);
+      },
+      [&](size_t i, int rc, librados::AioCompletion*) {
+        if (rc == -ENOENT) return;
+        if (rc < 0) {
+          if (failed.ok()) failed = conn_->Check(rc, "read " + objects[i]);
+          return;
+        }
+        std::vector<uint8_t> bytes(data[i].length());
+        data[i].begin().copy(bytes.size(), reinterpret_cast<char*>(bytes.data()));
+        const auto key = rados::PageKey::Of(bytes);
+        const std::string want(reinterpret_cast<const char*>(key.hash.data()), key.hash.size());
+        const std::string what = "RADOS pool '" + pool() + "': " + objects[i];
+        if (hash_rc[i] < 0 || hash[i].to_str() != want) {
+          damaged.emplace_back(i, what + ": its bytes do not match its XXH3-128");
+          return;
+        }
+        auto rec = DecodeSharedRecord(bytes, what);
+        if (!rec.ok()) {
+          damaged.emplace_back(i, rec.status().ToString());
+        } else if (rec->ns != ns || rec->prefix != prefixes[i]) {
+          damaged.emplace_back(i, what + ": names another snapshot");
+        } else {
+          out[i] = std::move(rec).value();
+        }
+      });
+  for (auto& [i, why] : damaged) QuarantineRecord(ns, prefixes[i], why);
+  if (!failed.ok()) return failed;
+  return out;
+}
+
+Result<std::vector<std::vector<uint8_t>>> SharedTier::ReadLayers(const SharedRecord& r) {
+  const auto keys = r.Pages();
+  auto read = pages_.ReadPages(keys);
+  std::map<rados::PageKey, size_t> at;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (read[i].ok()) {
+      at[keys[i]] = i;
+      continue;
+    }
+    Status st = read[i].status();
+    if (st.code() == StatusCode::kUnavailable || st.code() == StatusCode::kIOError) return st;
+    // Damaged or missing although a committed record names it: the record
+    // is quarantined; a damaged page object goes too, so that the next put
+    // of those bytes stores them afresh.
+    if (st.code() == StatusCode::kCorruption) conn_->io().remove(keys[i].ObjectName());
+    const std::string why = st.code() == StatusCode::kNotFound
+                                ? "RADOS pool '" + pool() + "': page " + keys[i].ObjectName() +
+                                      " named by a committed manifest is missing"
+                                : st.message();
+    QuarantineRecord(r.ns, r.prefix, why);
+    return Status::Corruption(why + " (snapshot " + r.prefix.ToHex() + " quarantined in the pool)");
+  }
+  std::vector<std::vector<uint8_t>> layers;
+  for (size_t li = 0; li < r.layers.size(); ++li) {
+    const LayerEntry& entry = r.manifest.layers[li];
+    std::vector<uint8_t> blob;
+    blob.reserve(entry.bytes);
+    for (const auto& s : r.layers[li].segments) {
+      const auto& page = read[at[s.key]].value();
+      blob.insert(blob.end(), page.begin(), page.end());
+    }
+    LayerHasher hasher(r.manifest, entry);
+    hasher.Update(blob);
+    if (blob.size() != entry.bytes || hasher.Digest() != entry.xxh3) {
+      const std::string why = "RADOS pool '" + pool() + "': layer " + std::to_string(entry.layer) +
+                              " of snapshot " + r.prefix.ToHex() +
+                              " does not match its layer digest";
+      QuarantineRecord(r.ns, r.prefix, why);
+      return Status::Corruption(why + " (quarantined in the pool)");
+    }
+    layers.push_back(std::move(blob));
+  }
+  return layers;
+}
+
+void SharedTier::QuarantineRecord(NamespaceId ns, const Prefix& prefix, const std::string& why) {
+  ++counters_.corruptions;
+  // The record goes whatever leases say: no node may restore damaged bytes.
+  // Its pages stay named by nothing and compact reclaims them.
+  const int rc = conn_->io().remove(ObjectOf(ns, prefix));
+  (void)rc;  // gone already (another node quarantined it) or unreachable: retried on next read
+  (void)why;
+}
+
+Status SharedTier::TakeLease(NamespaceId ns, const Prefix& prefix, uint64_t lease_ms) {
+  return manifests_.TakeLease(SharedId(ns, prefix), holder_, std::chrono::milliseconds(lease_ms));
+}
+
+Status SharedTier::ReleaseLease(NamespaceId ns, const Prefix& prefix) {
+  Status st = manifests_.ReleaseLease(SharedId(ns, prefix), holder_);
+  return st.code() == StatusCode::kNotFound ? Status::Ok() : st;
+}
+
+Status SharedTier::Erase(NamespaceId ns, const Prefix& prefix) {
+  const auto id = SharedId(ns, prefix);
+  // Our own lease must not block our own erase.
+  Status rel = manifests_.ReleaseLease(id, holder_);
+  if (!rel.ok() && rel.code() != StatusCode::kNotFound) return rel;
+  Status st = manifests_.Erase(id);
+  return st.code() == StatusCode::kNotFound ? Status::Ok() : st;
+}
+
+}  // namespace auxstore::shared

@@ -1,0 +1,83 @@
+// SharedTier: the store's side of the RADOS pool (store/rados): uploads a
+// snapshot (its layers cut into content-addressed page objects, then its
+// SharedRecord committed as the manifest, last and atomically), reads the
+// records of many prefixes in one batched round, reads a record's layers
+// back (every byte checked against its page key and the layer digest), and
+// quarantines a record whose objects are damaged. Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "auxstore/store.h"
+#include "store/rados/rados_connection.h"
+#include "store/rados/rados_manifests.h"
+#include "store/rados/rados_page_store.h"
+#include "store/shared/shared_record.h"
+
+namespace auxstore::shared {
+
+// What a put hands to the tier: the record without its segments, and the
+// bytes of each layer (record.manifest.layers' order).
+struct Upload {
+  SharedRecord record;
+  std::vector<ByteSpan> layers;
+};
+
+struct TierCounters {
+  std::atomic<uint64_t> uploads{0}, pages_stored{0}, pages_present{0}, upload_failures{0}, shed{0},
+      restores{0}, corruptions{0};
+};
+
+class SharedTier {
+ public:
+  static Result<std::unique_ptr<SharedTier>> Open(const std::string& uri);
+
+  const std::string& pool() const { return conn_->uri().pool; }
+  std::chrono::milliseconds op_timeout() const {
+    return std::chrono::milliseconds(conn_->uri().op_timeout_ms);
+  }
+  TierCounters& counters() { return counters_; }
+
+  // Stores the pages, then commits the record. OK also when another writer
+  // committed this prefix first (same or other bytes: one wins, never a mix).
+  Status Put(Upload& up);
+
+  // The records of (ns, prefixes[i]), read in one batched round: nullopt
+  // where the pool has none. A damaged record (bytes not matching their
+  // hash, not decoding, or naming another key) is quarantined, counted and a
+  // miss. Unavailable when the pool does not answer within the op timeout.
+  Result<std::vector<std::optional<SharedRecord>>> ReadRecords(NamespaceId ns,
+                                                               std::span<const Prefix> prefixes);
+
+  // Every layer's bytes of `r`, its pages read in one batch. Corruption (the
+  // record quarantined) when a page is damaged or missing or a layer's digest
+  // differs: nothing unchecked is returned.
+  Result<std::vector<std::vector<uint8_t>>> ReadLayers(const SharedRecord& r);
+
+  Status TakeLease(NamespaceId ns, const Prefix& prefix, uint64_t lease_ms);
+  Status ReleaseLease(NamespaceId ns, const Prefix& prefix);
+  // Removes the record: Busy while another node's lease holds it; OK when absent.
+  Status Erase(NamespaceId ns, const Prefix& prefix);
+
+  // This handle's name on the leases it takes: host.pid.random.
+  const std::string& holder() const { return holder_; }
+
+ private:
+  explicit SharedTier(std::unique_ptr<rados::RadosConnection> conn);
+  Status PutOnce(Upload& up, const std::vector<uint8_t>& id, const std::vector<uint8_t>& bytes);
+  void QuarantineRecord(NamespaceId ns, const Prefix& prefix, const std::string& why);
+
+  std::unique_ptr<rados::RadosConnection> conn_;
+  rados::RadosPageStore pages_;
+  rados::RadosManifests manifests_;
+  std::string holder_;
+  TierCounters counters_;
+};
+
+}  // namespace auxstore::shared

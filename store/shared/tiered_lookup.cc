@@ -1,0 +1,222 @@
+// TieredStore's lookups and reads: the local store first; on a miss the
+// pool, asked for every candidate in one batched round, and what it holds
+// restored into the local store, which then answers.
+#include <algorithm>
+
+#include "store/shared/tiered_store.h"
+
+namespace auxstore::shared {
+
+Status TieredStore::Restore(const SharedRecord& r) {
+  if (NamespaceFingerprint(r.spec) != r.ns) {
+    return Status::Corruption("RADOS pool '" + tier_->pool() + "': snapshot " + r.prefix.ToHex() +
+                              "'s namespace spec does not fingerprint to its namespace id");
+  }
+  // Leased in the pool while its pages are read: no erase removes the record
+  // (and so no compact its pages) under us. NotFound: erased meanwhile.
+  const uint64_t lease_ms = 4 * tier_->op_timeout().count();
+  AUXSTORE_RETURN_IF_ERROR(tier_->TakeLease(r.ns, r.prefix, lease_ms));
+  auto layers = tier_->ReadLayers(r);
+  (void)tier_->ReleaseLease(r.ns, r.prefix);
+  if (!layers.ok()) return layers.status();
+  AUXSTORE_ASSIGN_OR_RETURN(NamespaceId ns, local_->RegisterNamespace(r.spec));
+  std::vector<LayerBlob> blobs;
+  for (size_t i = 0; i < r.manifest.layers.size(); ++i) {
+    const LayerEntry& e = r.manifest.layers[i];
+    blobs.push_back({e.layer, e.kind, (*layers)[i]});
+  }
+  PutOptions put;
+  put.token_digest = r.manifest.token_digest;
+  put.block_chain = r.block_chain;
+  put.block_size = r.block_size;
+  put.created_unix_ms = r.manifest.created_unix_ms;
+  AUXSTORE_RETURN_IF_ERROR(local_->PutSnapshot(ns, r.prefix, r.manifest.token_count, blobs, put));
+  ++tier_->counters().restores;
+  return Status::Ok();
+}
+
+Status TieredStore::RestoreFromPool(NamespaceId ns, std::span<const Prefix> prefixes, size_t from,
+                                    Want want) {
+  if (from >= prefixes.size()) return Status::Ok();
+  AUXSTORE_ASSIGN_OR_RETURN(auto records, tier_->ReadRecords(ns, prefixes.subspan(from)));
+  Status first_error;
+  auto restore = [&](size_t i) {
+    if (!records[i]) return false;
+    Status st = Restore(*records[i]);
+    if (!st.ok() && first_error.ok() && st.code() != StatusCode::kNotFound) first_error = st;
+    return st.ok();
+  };
+  switch (want) {
+    case Want::kLongest:
+      for (size_t i = records.size(); i-- > 0;)
+        if (restore(i)) return Status::Ok();
+      break;
+    case Want::kLeading:
+      for (size_t i = 0; i < records.size(); ++i)
+        if (!restore(i)) break;
+      break;
+    case Want::kAll:
+      for (size_t i = 0; i < records.size(); ++i) restore(i);
+      break;
+  }
+  return first_error;
+}
+
+Result<bool> TieredStore::RestoreIfMissing(NamespaceId ns, const Prefix& prefix) {
+  const Prefix one[] = {prefix};
+  AUXSTORE_ASSIGN_OR_RETURN(auto local, local_->GetManifests(ns, one));
+  if (local[0]) return false;
+  AUXSTORE_RETURN_IF_ERROR(RestoreFromPool(ns, one, 0, Want::kAll));
+  AUXSTORE_ASSIGN_OR_RETURN(local, local_->GetManifests(ns, one));
+  return local[0].has_value();
+}
+
+template <typename F>
+auto TieredStore::ReadThrough(NamespaceId ns, const Prefix& prefix, F&& read) -> decltype(read()) {
+  auto r = read();
+  if (r.ok() || r.status().code() != StatusCode::kNotFound) return r;
+  auto restored = RestoreIfMissing(ns, prefix);
+  if (!restored.ok()) return restored.status();
+  return *restored ? read() : r;
+}
+
+void TieredStore::LeaseInPool(LeaseId lease, NamespaceId ns, const Prefix& prefix,
+                              uint64_t lease_ms) {
+  // NotFound: the snapshot is only local (not uploaded yet, or its upload
+  // queued); the local lease still holds it here.
+  if (!tier_->TakeLease(ns, prefix, lease_ms).ok()) return;
+  std::lock_guard lock(leases_mu_);
+  leases_[lease] = {ns, prefix};
+}
+
+Status TieredStore::ReleaseLease(LeaseId lease) {
+  std::optional<std::pair<NamespaceId, Prefix>> pooled;
+  {
+    std::lock_guard lock(leases_mu_);
+    auto it = leases_.find(lease);
+    if (it != leases_.end()) {
+      pooled = it->second;
+      leases_.erase(it);
+    }
+  }
+  if (pooled) (void)tier_->ReleaseLease(pooled->first, pooled->second);
+  return local_->ReleaseLease(lease);
+}
+
+// ---- lookups -------------------------------------------------------------
+
+Result<std::optional<size_t>> TieredStore::LongestPrefix(NamespaceId ns,
+                                                         std::span<const Prefix> candidates) {
+  AUXSTORE_ASSIGN_OR_RETURN(auto local, local_->LongestPrefix(ns, candidates));
+  const size_t from = local ? *local + 1 : 0;
+  if (from >= candidates.size()) return local;
+  Status st = RestoreFromPool(ns, candidates, from, Want::kLongest);
+  // The pool unreachable: the local answer when there is one.
+  if (!st.ok()) return local ? Result<std::optional<size_t>>(local) : st;
+  return local_->LongestPrefix(ns, candidates);
+}
+
+Result<std::optional<Store::PrefixMatch>> TieredStore::FindLongestPrefix(
+    NamespaceId ns, std::span<const Prefix> candidates, const LookupOptions& options) {
+  AUXSTORE_ASSIGN_OR_RETURN(auto found, LongestPrefix(ns, candidates));
+  if (!found) return std::optional<PrefixMatch>();
+  AUXSTORE_ASSIGN_OR_RETURN(auto match, local_->FindLongestPrefix(ns, candidates, options));
+  if (match && match->lease != 0) {
+    LeaseInPool(match->lease, ns, candidates[match->index], options.lease_ms);
+  }
+  return match;
+}
+
+Result<std::optional<Store::TokenMatch>> TieredStore::LongestPrefixForTokens(
+    NamespaceId ns, std::span<const uint32_t> tokens, uint32_t block_size, uint64_t salt,
+    const LookupOptions& options) {
+  const auto candidates = PrefixHashes(tokens, block_size, salt);
+  if (!candidates.empty()) {
+    auto found = LongestPrefix(ns, candidates);
+    if (!found.ok()) return found.status();
+  }
+  AUXSTORE_ASSIGN_OR_RETURN(auto match,
+                            local_->LongestPrefixForTokens(ns, tokens, block_size, salt, options));
+  if (match && match->lease != 0) LeaseInPool(match->lease, ns, match->prefix, options.lease_ms);
+  return match;
+}
+
+Result<std::vector<std::optional<Manifest>>> TieredStore::GetManifests(
+    NamespaceId ns, std::span<const Prefix> prefixes) {
+  AUXSTORE_ASSIGN_OR_RETURN(auto local, local_->GetManifests(ns, prefixes));
+  std::vector<Prefix> missing;
+  for (size_t i = 0; i < prefixes.size(); ++i)
+    if (!local[i]) missing.push_back(prefixes[i]);
+  if (missing.empty()) return local;
+  AUXSTORE_RETURN_IF_ERROR(RestoreFromPool(ns, missing, 0, Want::kAll));
+  return local_->GetManifests(ns, prefixes);
+}
+
+Result<size_t> TieredStore::CountLeadingStored(NamespaceId ns, std::span<const Prefix> prefixes) {
+  AUXSTORE_ASSIGN_OR_RETURN(size_t local, local_->CountLeadingStored(ns, prefixes));
+  if (local >= prefixes.size()) return local;
+  Status st = RestoreFromPool(ns, prefixes, local, Want::kLeading);
+  if (!st.ok()) return local > 0 ? Result<size_t>(local) : st;
+  return local_->CountLeadingStored(ns, prefixes);
+}
+
+Result<Store::BatchLeases> TieredStore::LookupAndLease(NamespaceId ns,
+                                                       std::span<const Prefix> prefixes,
+                                                       uint64_t lease_ms) {
+  auto leading = CountLeadingStored(ns, prefixes);
+  if (!leading.ok()) return leading.status();
+  AUXSTORE_ASSIGN_OR_RETURN(auto leases, local_->LookupAndLease(ns, prefixes, lease_ms));
+  for (size_t i = 0; i < leases.leases.size(); ++i)
+    if (leases.leases[i] != 0) LeaseInPool(leases.leases[i], ns, prefixes[i], lease_ms);
+  return leases;
+}
+
+Result<LeaseId> TieredStore::AcquireLease(NamespaceId ns, const Prefix& prefix, uint64_t lease_ms) {
+  AUXSTORE_ASSIGN_OR_RETURN(LeaseId lease, ReadThrough(ns, prefix, [&] {
+                              return local_->AcquireLease(ns, prefix, lease_ms);
+                            }));
+  LeaseInPool(lease, ns, prefix, lease_ms);
+  return lease;
+}
+
+// ---- reads: restored from the pool on a local miss -----------------------
+
+Result<Manifest> TieredStore::GetManifest(NamespaceId ns, const Prefix& prefix) {
+  return ReadThrough(ns, prefix, [&] { return local_->GetManifest(ns, prefix); });
+}
+
+Status TieredStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
+                              const ChunkSink& sink) {
+  auto r = ReadThrough(ns, prefix, [&]() -> Result<bool> {
+    AUXSTORE_RETURN_IF_ERROR(local_->ReadLayer(ns, prefix, layer, sink));
+    return true;
+  });
+  return r.status();
+}
+
+Result<std::vector<uint8_t>> TieredStore::GetLayer(NamespaceId ns, const Prefix& prefix,
+                                                   uint32_t layer) {
+  return ReadThrough(ns, prefix, [&] { return local_->GetLayer(ns, prefix, layer); });
+}
+
+Result<std::unique_ptr<LayerReader>> TieredStore::OpenLayer(NamespaceId ns, const Prefix& prefix,
+                                                            const Manifest& manifest,
+                                                            uint32_t layer) {
+  // The manifest came from this store (GetManifest restored it first).
+  return local_->OpenLayer(ns, prefix, manifest, layer);
+}
+
+Result<uint64_t> TieredStore::ReadLayerInto(NamespaceId ns, const Prefix& prefix, uint32_t layer,
+                                            std::span<uint8_t> dst) {
+  return ReadThrough(ns, prefix, [&] { return local_->ReadLayerInto(ns, prefix, layer, dst); });
+}
+
+Result<Store::LayerRows> TieredStore::ReadLayerRows(NamespaceId ns, const Prefix& prefix,
+                                                    uint32_t layer, uint64_t first_row,
+                                                    uint64_t last_row, std::span<uint8_t> dst) {
+  return ReadThrough(ns, prefix, [&] {
+    return local_->ReadLayerRows(ns, prefix, layer, first_row, last_row, dst);
+  });
+}
+
+}  // namespace auxstore::shared

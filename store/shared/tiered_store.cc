@@ -1,0 +1,156 @@
+// TieredStore: opening, puts (the upload), erase, and the calls that stay
+// local. Lookups and restores: tiered_lookup.cc.
+#include "store/shared/tiered_store.h"
+
+#include <map>
+
+#include "store/shared_open.h"
+
+namespace auxstore::shared {
+
+Result<std::unique_ptr<Store>> OpenTieredStore(const Options& options, const std::string& path) {
+  return TieredStore::Open(options, path);
+}
+
+Result<std::unique_ptr<Store>> TieredStore::Open(const Options& options, const std::string& path) {
+  if (options.shared_write == SharedWrite::kBehind && options.shared_queue_bytes == 0) {
+    return Status::InvalidArgument("Options::shared_queue_bytes must be > 0 with kBehind");
+  }
+  // The pool first: a bad URI changes nothing on disk.
+  auto tier = SharedTier::Open(options.shared);
+  if (!tier.ok()) return tier.status().WithContext("Options::shared");
+  Options local_options = options;
+  local_options.shared.clear();
+  AUXSTORE_ASSIGN_OR_RETURN(auto local, Store::Open(local_options, path));
+  return std::unique_ptr<Store>(
+      new TieredStore(options, std::move(local), std::move(tier).value()));
+}
+
+TieredStore::TieredStore(Options options, std::unique_ptr<Store> local,
+                         std::unique_ptr<SharedTier> tier)
+    : options_(std::move(options)), local_(std::move(local)), tier_(std::move(tier)) {
+  if (options_.shared_write == SharedWrite::kBehind) {
+    queue_ = std::make_unique<UploadQueue>(*tier_, options_.shared_queue_bytes,
+                                           options_.shared_shed_when_full);
+  }
+}
+
+TieredStore::~TieredStore() {
+  // Queued uploads get one more try each; what still fails is lost from the
+  // pool (it stays in the local store), as Flush() would have reported.
+  if (queue_) (void)queue_->Flush();
+  queue_.reset();
+}
+
+Status TieredStore::PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t token_count,
+                                std::span<const LayerBlob> layers, const PutOptions& put) {
+  AUXSTORE_RETURN_IF_ERROR(local_->PutSnapshot(ns, prefix, token_count, layers, put));
+  return Upload(ns, prefix, layers, put);
+}
+
+Status TieredStore::Upload(NamespaceId ns, const Prefix& prefix, std::span<const LayerBlob> layers,
+                           const PutOptions& put) {
+  SharedRecord r;
+  r.ns = ns;
+  r.prefix = prefix;
+  AUXSTORE_ASSIGN_OR_RETURN(r.spec, local_->GetNamespace(ns));
+  const Prefix one[] = {prefix};
+  AUXSTORE_ASSIGN_OR_RETURN(auto found, local_->GetManifests(ns, one));
+  if (!found[0]) return Status::NotFound("snapshot " + prefix.ToHex() + " vanished before upload");
+  r.manifest = std::move(*found[0]);
+  r.block_size = put.block_size;
+  r.block_chain.assign(put.block_chain.begin(), put.block_chain.end());
+  // The caller's bytes, when they are what the local manifest committed
+  // (a put of a prefix already stored keeps the stored snapshot's bytes).
+  std::map<uint32_t, ByteSpan> given;
+  for (const auto& l : layers) given[l.layer] = l.bytes;
+  std::vector<ByteSpan> bytes;
+  std::vector<std::vector<uint8_t>> reread;
+  reread.reserve(r.manifest.layers.size());
+  for (const LayerEntry& e : r.manifest.layers) {
+    auto it = given.find(e.layer);
+    if (it != given.end() && it->second.size() == e.bytes) {
+      LayerHasher h(r.manifest, e);
+      h.Update(it->second);
+      if (h.Digest() == e.xxh3) {
+        bytes.push_back(it->second);
+        continue;
+      }
+    }
+    AUXSTORE_ASSIGN_OR_RETURN(auto stored, local_->GetLayer(ns, prefix, e.layer));
+    reread.push_back(std::move(stored));
+    bytes.push_back(reread.back());
+  }
+  if (queue_) {
+    queue_->Enqueue(std::move(r), bytes);
+    return Status::Ok();
+  }
+  shared::Upload up{std::move(r), std::move(bytes)};
+  return tier_->Put(up);
+}
+
+Status TieredStore::Erase(NamespaceId ns, const Prefix& prefix) {
+  if (queue_) queue_->Drop(ns, prefix);
+  // The pool first: while another node's lease holds the record, nothing
+  // is erased anywhere (Busy).
+  AUXSTORE_RETURN_IF_ERROR(tier_->Erase(ns, prefix));
+  return local_->Erase(ns, prefix);
+}
+
+StoreStats TieredStore::Stats() {
+  StoreStats s = local_->Stats();
+  TierCounters& c = tier_->counters();
+  s.shared_uploads = c.uploads;
+  s.shared_pages_stored = c.pages_stored;
+  s.shared_pages_present = c.pages_present;
+  s.shared_upload_failures = c.upload_failures;
+  s.shared_shed = c.shed;
+  s.shared_queued = queue_ ? queue_->queued() : 0;
+  s.shared_restores = c.restores;
+  s.shared_corruptions = c.corruptions;
+  return s;
+}
+
+Status TieredStore::Flush() {
+  AUXSTORE_RETURN_IF_ERROR(local_->Flush());
+  return queue_ ? queue_->Flush() : Status::Ok();
+}
+
+// ---- local only ------------------------------------------------------------
+
+Result<NamespaceId> TieredStore::RegisterNamespace(const NamespaceSpec& spec) {
+  return local_->RegisterNamespace(spec);
+}
+Result<NamespaceSpec> TieredStore::GetNamespace(NamespaceId ns) { return local_->GetNamespace(ns); }
+Result<std::vector<std::pair<NamespaceId, NamespaceSpec>>> TieredStore::ListNamespaces() {
+  return local_->ListNamespaces();
+}
+Status TieredStore::Quarantine(NamespaceId ns, const Prefix& prefix, const Status& why) {
+  return local_->Quarantine(ns, prefix, why);
+}
+Status TieredStore::QuarantineIfUnchanged(NamespaceId ns, const Prefix& prefix,
+                                          const Manifest& seen, const Status& why) {
+  return local_->QuarantineIfUnchanged(ns, prefix, seen, why);
+}
+Status TieredStore::List(std::optional<NamespaceId> ns,
+                         const std::function<bool(const SnapshotInfo&)>& visit) {
+  return local_->List(ns, visit);
+}
+Status TieredStore::RunMaintenance() { return local_->RunMaintenance(); }
+Result<VerifyReport> TieredStore::Verify(const VerifyOptions& options) {
+  return local_->Verify(options);
+}
+Result<RepairReport> TieredStore::Repair(const VerifyReport& report) {
+  return local_->Repair(report);
+}
+Result<CompactReport> TieredStore::Compact(const CompactOptions& options) {
+  return local_->Compact(options);
+}
+uint64_t TieredStore::DiskBytes() { return local_->DiskBytes(); }
+Result<Store::ChainPages> TieredStore::CountLeadingPages(NamespaceId ns,
+                                                         std::span<const Prefix> block_chain,
+                                                         uint32_t block_size) {
+  return local_->CountLeadingPages(ns, block_chain, block_size);
+}
+
+}  // namespace auxstore::shared

@@ -1,0 +1,111 @@
+// TieredStore: a Store whose Options::shared names a RADOS pool
+// (docs/shared-tier.md). The local DbStore (the directory) stays in front
+// and serves every read; the pool is where any process on any node finds
+// what another stored:
+//   - PutSnapshot commits locally, then uploads (SharedWrite::kThrough: before
+//     it returns; kBehind: queued, UploadQueue);
+//   - a lookup that misses locally asks the pool for its candidates in one
+//     batched round, restores what it finds (every byte checked) into the
+//     local store, and answers from there, so every local read path,
+//     pipeline included, serves restored snapshots unchanged;
+//   - Erase removes the pool's record too (Busy while another node's lease
+//     holds it); leases a lookup takes are also taken in the pool.
+// When the pool does not answer: a lookup answers from the local store
+// when that found something, else Unavailable; puts (kThrough), erase and
+// Flush return Unavailable.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "auxstore/store.h"
+#include "store/shared/shared_tier.h"
+#include "store/shared/upload_queue.h"
+
+namespace auxstore::shared {
+
+class TieredStore final : public Store {
+ public:
+  static Result<std::unique_ptr<Store>> Open(const Options& options, const std::string& path);
+  ~TieredStore() override;
+
+  Result<NamespaceId> RegisterNamespace(const NamespaceSpec& spec) override;
+  Result<NamespaceSpec> GetNamespace(NamespaceId ns) override;
+  Result<std::vector<std::pair<NamespaceId, NamespaceSpec>>> ListNamespaces() override;
+  Status PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t token_count,
+                     std::span<const LayerBlob> layers, const PutOptions& put) override;
+  Result<Manifest> GetManifest(NamespaceId ns, const Prefix& prefix) override;
+  Status ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
+                   const ChunkSink& sink) override;
+  Result<std::vector<uint8_t>> GetLayer(NamespaceId ns, const Prefix& prefix,
+                                        uint32_t layer) override;
+  Result<std::unique_ptr<LayerReader>> OpenLayer(NamespaceId ns, const Prefix& prefix,
+                                                 const Manifest& manifest, uint32_t layer) override;
+  Status Quarantine(NamespaceId ns, const Prefix& prefix, const Status& why) override;
+  Status QuarantineIfUnchanged(NamespaceId ns, const Prefix& prefix, const Manifest& seen,
+                               const Status& why) override;
+  Result<std::optional<size_t>> LongestPrefix(NamespaceId ns,
+                                              std::span<const Prefix> candidates) override;
+  Result<std::optional<PrefixMatch>> FindLongestPrefix(NamespaceId ns,
+                                                       std::span<const Prefix> candidates,
+                                                       const LookupOptions& options) override;
+  Result<std::optional<TokenMatch>> LongestPrefixForTokens(NamespaceId ns,
+                                                           std::span<const uint32_t> tokens,
+                                                           uint32_t block_size, uint64_t salt,
+                                                           const LookupOptions& options) override;
+  Result<LeaseId> AcquireLease(NamespaceId ns, const Prefix& prefix, uint64_t lease_ms) override;
+  Status ReleaseLease(LeaseId lease) override;
+  Result<std::vector<std::optional<Manifest>>> GetManifests(
+      NamespaceId ns, std::span<const Prefix> prefixes) override;
+  Result<uint64_t> ReadLayerInto(NamespaceId ns, const Prefix& prefix, uint32_t layer,
+                                 std::span<uint8_t> dst) override;
+  Status Erase(NamespaceId ns, const Prefix& prefix) override;
+  Status List(std::optional<NamespaceId> ns,
+              const std::function<bool(const SnapshotInfo&)>& visit) override;
+  StoreStats Stats() override;
+  Status Flush() override;
+  Status RunMaintenance() override;
+  Result<VerifyReport> Verify(const VerifyOptions& options) override;
+  Result<RepairReport> Repair(const VerifyReport& report) override;
+  Result<CompactReport> Compact(const CompactOptions& options) override;
+  uint64_t DiskBytes() override;
+  Result<size_t> CountLeadingStored(NamespaceId ns, std::span<const Prefix> prefixes) override;
+  Result<ChainPages> CountLeadingPages(NamespaceId ns, std::span<const Prefix> block_chain,
+                                       uint32_t block_size) override;
+  Result<BatchLeases> LookupAndLease(NamespaceId ns, std::span<const Prefix> prefixes,
+                                     uint64_t lease_ms) override;
+  Result<LayerRows> ReadLayerRows(NamespaceId ns, const Prefix& prefix, uint32_t layer,
+                                  uint64_t first_row, uint64_t last_row,
+                                  std::span<uint8_t> dst) override;
+
+ private:
+  TieredStore(Options options, std::unique_ptr<Store> local, std::unique_ptr<SharedTier> tier);
+
+  // The upload of a put: the local manifest and the bytes matching it.
+  Status Upload(NamespaceId ns, const Prefix& prefix, std::span<const LayerBlob> layers,
+                const PutOptions& put);
+  // Restores one record into the local store (leased in the pool meanwhile).
+  Status Restore(const SharedRecord& r);
+  // Which of prefixes[from..] the pool holds (one batched round) restored:
+  // kLongest — the longest it holds (trying shorter ones when it fails);
+  // kLeading — the leading run from `from`; kAll — each it holds.
+  enum class Want { kLongest, kLeading, kAll };
+  Status RestoreFromPool(NamespaceId ns, std::span<const Prefix> prefixes, size_t from, Want want);
+  // Restores (ns, prefix) when the local store lacks it: true when it did.
+  Result<bool> RestoreIfMissing(NamespaceId ns, const Prefix& prefix);
+  // Runs `read`; when it is NotFound and the pool restores the snapshot, again.
+  template <typename F>
+  auto ReadThrough(NamespaceId ns, const Prefix& prefix, F&& read) -> decltype(read());
+  void LeaseInPool(LeaseId lease, NamespaceId ns, const Prefix& prefix, uint64_t lease_ms);
+
+  Options options_;
+  std::unique_ptr<Store> local_;
+  std::unique_ptr<SharedTier> tier_;
+  std::unique_ptr<UploadQueue> queue_;  // kBehind only
+  std::mutex leases_mu_;
+  std::map<LeaseId, std::pair<NamespaceId, Prefix>> leases_;  // leases also held in the pool
+};
+
+}  // namespace auxstore::shared

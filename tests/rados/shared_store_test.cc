@@ -1,0 +1,186 @@
+// The store on a shared pool (Options::shared, store/shared): processes with
+// separate local directories share one RADOS pool; every one restores what
+// any stored, byte-exact, and the pool stays whole through concurrent puts,
+// erases under another node's lease and writers killed with SIGKILL.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <set>
+#include <thread>
+
+#include "store/rados/rados_reclaim.h"
+#include "tests/rados/rados_test_env.h"
+#include "tests/rados/shared_test_env.h"
+
+namespace auxstore::sharedtest {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::TempDir;
+
+constexpr uint32_t kOpTimeoutMs = 3000;
+
+class SharedStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    rados_uri_ = rados::testenv::UriFor(rados::testenv::UniqueNamespace(), kOpTimeoutMs);
+    uri_ = rados_uri_.ToString();
+    conn_ = rados::testenv::Connect(rados_uri_);
+    ASSERT_TRUE(conn_);
+  }
+  std::unique_ptr<Store> Open(const std::string& dir, SharedWrite mode = SharedWrite::kThrough) {
+    auto s = OpenShared(dir, uri_, mode);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+  size_t Objects(std::string_view prefix = "") {
+    size_t n = 0;
+    for (auto it = conn_->io().nobjects_begin(); it != conn_->io().nobjects_end(); ++it)
+      if (it->get_oid().starts_with(prefix)) ++n;
+    return n;
+  }
+
+  TempDir tmp_;
+  rados::RadosUri rados_uri_;
+  std::string uri_;
+  std::unique_ptr<rados::RadosConnection> conn_;
+};
+
+TEST_F(SharedStoreTest, AnotherProcessRestoresChainedSnapshotsByteExactAndStoresNothingNew) {
+  const Conversation conv(11);
+  auto a = Open(tmp_.Sub("a"));
+  ASSERT_TRUE(a);
+  auto ns = a->RegisterNamespace(conv.spec());
+  ASSERT_TRUE(ns.ok());
+  for (uint64_t n : {128, 256, 384}) ASSERT_TRUE(conv.Put(*a, *ns, n).ok()) << n;
+  const StoreStats sa = a->Stats();
+  EXPECT_EQ(sa.shared_uploads, 3u);
+  // 256 and 384 start with the pages 128 stored: chained snapshots name the
+  // same page objects.
+  EXPECT_GT(sa.shared_pages_present, 0u);
+  const size_t objects = Objects();
+
+  Child b = Child::Spawn({"restore", uri_, tmp_.Sub("b"), "11", "512"});
+  EXPECT_EQ(b.Line(), "longest 384");
+  EXPECT_EQ(b.Line(), "exact");
+  const std::string stored = b.Line();
+  EXPECT_TRUE(stored.starts_with("stored 0 present ")) << stored;
+  EXPECT_EQ(b.Wait(), 0);
+  EXPECT_EQ(Objects(), objects) << "B's put of the same snapshot stored something new";
+  std::printf("MEASURED chained puts: %zu objects, A created %lu pages and found %lu stored\n",
+              objects, static_cast<unsigned long>(sa.shared_pages_stored),
+              static_cast<unsigned long>(sa.shared_pages_present));
+}
+
+TEST_F(SharedStoreTest, ConcurrentPutsOfOnePrefixLeaveOneWholeSnapshot) {
+  const Conversation conv(22);
+  Child b = Child::Spawn({"put", uri_, tmp_.Sub("b"), "22", "256"});
+  Child c = Child::Spawn({"put", uri_, tmp_.Sub("c"), "22", "256"});
+  b.Say("go");
+  c.Say("go");
+  EXPECT_EQ(b.Line(), "acked 256");
+  EXPECT_EQ(c.Line(), "acked 256");
+  EXPECT_EQ(b.Wait(), 0);
+  EXPECT_EQ(c.Wait(), 0);
+  EXPECT_EQ(Objects("manifest."), 1u);
+  auto d = Open(tmp_.Sub("d"));
+  ASSERT_TRUE(d);
+  auto ns = d->RegisterNamespace(conv.spec());
+  ASSERT_TRUE(ns.ok());
+  EXPECT_TRUE(conv.Check(*d, *ns, 256).ok());
+  EXPECT_EQ(d->Stats().shared_restores, 1u);
+}
+
+TEST_F(SharedStoreTest, EraseIsBusyWhileAnotherNodesLeaseHoldsTheSnapshot) {
+  const Conversation conv(33);
+  auto a = Open(tmp_.Sub("a"));
+  ASSERT_TRUE(a);
+  auto ns = a->RegisterNamespace(conv.spec());
+  ASSERT_TRUE(ns.ok());
+  ASSERT_TRUE(conv.Put(*a, *ns, 128).ok());
+  Child b = Child::Spawn({"lease", uri_, tmp_.Sub("b"), "33", "128"});
+  ASSERT_EQ(b.Line(), "leased");
+  Status busy = a->Erase(*ns, conv.PrefixOf(128));
+  EXPECT_EQ(busy.code(), StatusCode::kBusy) << busy.ToString();
+  EXPECT_TRUE(conv.Check(*a, *ns, 128).ok()) << "a refused erase removed the local copy";
+  b.Say("go");
+  EXPECT_EQ(b.Line(), "released");
+  EXPECT_EQ(b.Wait(), 0);
+  ASSERT_TRUE(a->Erase(*ns, conv.PrefixOf(128)).ok());
+  EXPECT_EQ(Objects("manifest."), 0u);
+  auto c = Open(tmp_.Sub("c"));
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->RegisterNamespace(conv.spec()).ok());
+  EXPECT_EQ(c->GetManifest(*ns, conv.PrefixOf(128)).status().code(), StatusCode::kNotFound);
+}
+
+// kill -9 of a writing node, AUXSTORE_SHARED_KILL_CYCLES times (10 by
+// default): every snapshot it acknowledged restores byte-exact on another
+// node, the one it was writing is absent or whole, and reclaim takes the
+// orphans and nothing a snapshot uses.
+TEST_F(SharedStoreTest, KilledWriterLosesNothingAcknowledgedAndLeavesNoPartialSnapshot) {
+  const char* env = std::getenv("AUXSTORE_SHARED_KILL_CYCLES");
+  const int cycles = env ? std::atoi(env) : 10;
+  const std::vector<uint64_t> sizes{64, 128, 192, 256, 320, 384, 448, 512};
+  std::vector<std::pair<uint64_t, uint64_t>> acked;  // (seed, tokens)
+  std::vector<std::pair<uint64_t, uint64_t>> maybe;  // the put in flight when killed
+  for (int cycle = 0; cycle < cycles; ++cycle) {
+    const uint64_t seed = 1000 + cycle;
+    std::vector<std::string> args{"put", uri_, tmp_.Sub("w" + std::to_string(cycle)),
+                                  std::to_string(seed)};
+    for (uint64_t n : sizes) args.push_back(std::to_string(n));
+    Child w = Child::Spawn(args);
+    w.Say("go");
+    const size_t kill_after = 1 + cycle % 3;
+    size_t got = 0;
+    while (got < kill_after) {
+      const std::string line = w.Line();
+      ASSERT_TRUE(line.starts_with("acked ")) << "cycle " << cycle << ": " << line;
+      acked.emplace_back(seed, sizes[got++]);
+    }
+    // 0-45 ms into the next put: its local commit, its pages or its manifest.
+    std::this_thread::sleep_for(std::chrono::milliseconds(cycle * 7 % 47));
+    w.Kill();
+    EXPECT_EQ(w.Wait(), 128 + SIGKILL);
+    maybe.emplace_back(seed, sizes[got]);
+  }
+  auto check_all = [&](const std::string& dir) {
+    auto r = Open(dir);
+    ASSERT_TRUE(r);
+    for (auto [seed, n] : acked) {
+      const Conversation conv(seed);
+      auto ns = r->RegisterNamespace(conv.spec());
+      ASSERT_TRUE(ns.ok());
+      Status st = conv.Check(*r, *ns, n);
+      EXPECT_TRUE(st.ok()) << "acknowledged snapshot " << seed << "/" << n << ": " << st.ToString();
+    }
+    for (auto [seed, n] : maybe) {
+      const Conversation conv(seed);
+      auto ns = r->RegisterNamespace(conv.spec());
+      ASSERT_TRUE(ns.ok());
+      Status st = conv.Check(*r, *ns, n);
+      EXPECT_TRUE(st.ok() || st.code() == StatusCode::kNotFound)
+          << "the snapshot being written when killed is partial: " << st.ToString();
+    }
+  };
+  check_all(tmp_.Sub("r1"));
+  // Reclaim (what compact on any node runs on the pool) after the grace.
+  rados::RadosReclaim reclaim(*conn_);
+  const auto grace = std::chrono::seconds(3 * kOpTimeoutMs / 1000);
+  std::this_thread::sleep_for(grace + 1s);
+  auto listing = reclaim.ListReclaimable(grace);
+  ASSERT_TRUE(listing.ok()) << listing.status().ToString();
+  auto removed = reclaim.Reclaim(listing->reclaimable);
+  ASSERT_TRUE(removed.ok()) << removed.status().ToString();
+  std::printf(
+      "MEASURED %d kill -9 cycles: %zu acknowledged snapshots, %zu manifests, %zu orphan "
+      "pages reclaimed, %zu named pages kept\n",
+      cycles, acked.size(), listing->manifests, *removed, listing->named);
+  EXPECT_GE(listing->manifests, acked.size());
+  EXPECT_LE(listing->manifests, acked.size() + maybe.size());
+  check_all(tmp_.Sub("r2"));  // a fresh directory: every byte from the pool again
+}
+
+}  // namespace
+}  // namespace auxstore::sharedtest
