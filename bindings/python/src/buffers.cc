@@ -233,6 +233,15 @@ std::vector<Prefix> ToPrefixes(py::handle obj, const char* what) {
   }
   size_t i = 0;
   for (py::handle item : py::iter(obj)) {
+    // 16 bytes, the common key: no name built (one allocation a key was
+    // most of a 64-key call from a list).
+    if (PyBytes_CheckExact(item.ptr()) && PyBytes_GET_SIZE(item.ptr()) == 16) {
+      Prefix p;
+      std::memcpy(p.data(), PyBytes_AS_STRING(item.ptr()), 16);
+      out.push_back(p);
+      ++i;
+      continue;
+    }
     const std::string at = std::string(what) + "[" + std::to_string(i++) + "]";
     out.push_back(ToPrefix(item, at.c_str()));
   }
