@@ -1,0 +1,230 @@
+// auxstore_rados_bench: the shared tier's page puts and cold reads against
+// `rados bench` on the same pool, object size and queue depth, in the same
+// run (issue 21's bar: puts >= 0.8 x `rados bench write`, cold reads >= 0.8 x
+// `rados bench seq`). Each run, in this order:
+//   rados bench SECS write --no-cleanup -b SIZE -t N; rados bench SECS seq -t N;
+//   rados cleanup;
+//   three times: RadosPageStore::PutPages of COUNT fresh pages of SIZE, N
+//   in flight (the put figure: their median), then on a new client, N in
+//   flight, one of three readers: the reads raw (librados's buffers,
+//   nothing copied or checked: the client's ceiling), RadosPageStore::
+//   ReadPages (a vector per page, every byte checked) and ReadPagesInto
+//   (into staging buffers allocated beforehand, every byte checked, as a
+//   restore reads); the pages removed. Each reader reads freshly put
+//   objects, as `rados bench seq` reads what its write just left.
+// Prints each run and the medians in MiB/s (what `rados bench` prints as
+// "MB/sec") with the ratios. bench/RESULTS.md has the figures and command.
+//
+//   auxstore_rados_bench URI [--size BYTES] [--count N] [--in-flight N]
+//                            [--secs S] [--runs R]
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "bench/measure.h"
+#include "store/rados/rados_aio.h"
+#include "store/rados/rados_connection.h"
+#include "store/rados/rados_page_reader.h"
+#include "store/rados/rados_page_store.h"
+#include "store/rados/rados_uri.h"
+
+namespace auxstore::bench {
+namespace {
+
+using rados::PageKey;
+using rados::RadosConnection;
+using rados::RadosPageStore;
+using rados::RadosUri;
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+struct Options {
+  std::string uri;
+  size_t size = 4u << 20;
+  size_t count = 128;  // 512 MiB of 4 MiB pages: more than the OSDs' caches
+  size_t in_flight = 16;
+  int secs = 10;
+  int runs = 3;
+};
+
+struct RunFigures {
+  double bench_write = 0, bench_seq = 0, put = 0, read = 0;  // MiB/s
+  double raw_read = 0;   // aio reads into librados's buffers, nothing copied or checked
+  double read_into = 0;  // ReadPagesInto: into the caller's (staging) buffers, checked
+};
+
+// Runs `cmd`; the number after "Bandwidth (MB/sec):" in its output (MiB/s);
+// -1 when it failed or printed none.
+double RadosBenchBandwidth(const std::string& cmd) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return -1;
+  double bw = -1;
+  char line[512];
+  while (std::fgets(line, sizeof line, p)) {
+    if (std::sscanf(line, "Bandwidth (MB/sec): %lf", &bw) == 1) continue;
+  }
+  return pclose(p) == 0 ? bw : -1;
+}
+
+// Page i of run r: distinct bytes for every (run, page), generated once per run.
+std::vector<std::vector<uint8_t>> MakePages(const Options& o, int run) {
+  std::vector<std::vector<uint8_t>> pages(o.count, std::vector<uint8_t>(o.size));
+  for (size_t i = 0; i < o.count; ++i) {
+    uint64_t x = (run + 1) * 0x9E3779B97F4A7C15ull + (i + 1) * 0xD1B54A32D192ED03ull;
+    auto* words = reinterpret_cast<uint64_t*>(pages[i].data());
+    for (size_t w = 0; w < o.size / 8; ++w) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      words[w] = x;
+    }
+  }
+  return pages;
+}
+
+// The client's ceiling: the same reads, the bytes left in librados's
+// buffers (no copy, no hash); the object count read back.
+size_t RawRead(RadosConnection& conn, const std::vector<PageKey>& keys, size_t in_flight) {
+  std::vector<librados::bufferlist> data(keys.size());
+  std::vector<librados::ObjectReadOperation> ops(keys.size());
+  size_t ok = 0;
+  rados::RunWindowed(
+      keys.size(), in_flight,
+      [&](size_t i, librados::AioCompletion* c) {
+        ops[i].read(0, 0, &data[i], nullptr);
+        return conn.io().aio_operate(keys[i].ObjectName(), c, &ops[i], nullptr);
+      },
+      [&](size_t i, int rc, librados::AioCompletion*) {
+        ok += rc >= 0;
+        data[i].clear();
+      });
+  return ok;
+}
+
+bool RunOnce(const Options& o, const RadosUri& uri, int run, RunFigures& f) {
+  const std::string rados = "rados -c '" + uri.conf_path + "' -p '" + uri.pool + "' ";
+  const std::string t = " -t " + std::to_string(o.in_flight);
+  f.bench_write = RadosBenchBandwidth(rados + "bench " + std::to_string(o.secs) +
+                                      " write --no-cleanup -b " + std::to_string(o.size) + t);
+  f.bench_seq = RadosBenchBandwidth(rados + "bench " + std::to_string(o.secs) + " seq" + t);
+  if (std::system((rados + "cleanup > /dev/null 2>&1").c_str()) != 0 || f.bench_write < 0 ||
+      f.bench_seq < 0) {
+    std::fprintf(stderr, "rados bench failed (write %.1f, seq %.1f)\n", f.bench_write, f.bench_seq);
+    return false;
+  }
+
+  // Each reader reads pages put just before it (as rados bench seq reads
+  // what its write left): none reads objects another read already warmed.
+  const double mib = static_cast<double>(o.count) * o.size / kMiB;
+  std::vector<double> puts;
+  for (int reader = 0; reader < 3; ++reader) {
+    auto pages = MakePages(o, run * 3 + reader);
+    std::vector<ByteSpan> spans(pages.begin(), pages.end());
+    std::vector<PageKey> keys;
+    {
+      auto conn = RadosConnection::Open(uri);
+      if (!conn.ok()) return std::fprintf(stderr, "%s\n", conn.status().ToString().c_str()), false;
+      Stopwatch sw;
+      auto put = RadosPageStore(**conn, o.in_flight).PutPages(spans);
+      puts.push_back(mib / sw.Seconds());
+      if (!put.ok()) return std::fprintf(stderr, "%s\n", put.status().ToString().c_str()), false;
+      if (put->stored != o.count) {
+        std::fprintf(stderr, "only %zu of %zu pages were new\n", put->stored, o.count);
+        return false;
+      }
+      keys = put->keys;
+    }
+    auto conn = RadosConnection::Open(uri);  // a new client: nothing of the put cached
+    if (!conn.ok()) return std::fprintf(stderr, "%s\n", conn.status().ToString().c_str()), false;
+    size_t bad = 0;
+    if (reader == 0) {
+      Stopwatch sw;
+      bad = keys.size() - RawRead(**conn, keys, o.in_flight);
+      f.raw_read = mib / sw.Seconds();
+    } else if (reader == 1) {
+      Stopwatch sw;
+      auto got = RadosPageStore(**conn, o.in_flight).ReadPages(keys);
+      f.read = mib / sw.Seconds();
+      for (size_t i = 0; i < keys.size(); ++i) bad += !got[i].ok() || *got[i] != pages[i];
+    } else {
+      // The restore's staging buffers: allocated and touched beforehand.
+      HugeBuffer staging(o.count * o.size);
+      std::vector<std::span<uint8_t>> dst;
+      for (size_t i = 0; i < o.count; ++i) dst.emplace_back(staging.data() + i * o.size, o.size);
+      Stopwatch sw;
+      auto st = rados::ReadPagesInto(**conn, keys, dst, o.in_flight);
+      f.read_into = mib / sw.Seconds();
+      for (size_t i = 0; i < keys.size(); ++i) {
+        bad += !st[i].ok() || std::memcmp(dst[i].data(), pages[i].data(), o.size) != 0;
+      }
+    }
+    for (const PageKey& k : keys) (*conn)->io().remove(k.ObjectName());
+    if (bad) return std::fprintf(stderr, "%zu pages read back wrong\n", bad), false;
+  }
+  f.put = Summarize(puts).median;
+  return true;
+}
+
+int Main(const Options& o) {
+  auto uri = rados::ParseRadosUri(o.uri);
+  if (!uri.ok()) return std::fprintf(stderr, "%s\n", uri.status().ToString().c_str()), 2;
+  if (o.size == 0 || o.size % 8 != 0 || o.count == 0 || o.in_flight == 0 || o.runs < 1) {
+    std::fprintf(
+        stderr, "--size must be a positive multiple of 8; --count, --in-flight, --runs positive\n");
+    return 2;
+  }
+  std::printf(
+      "pool %s, objects of %zu bytes, %zu in flight; rados bench %d s; %zu pages (%.0f MiB) per "
+      "run\n",
+      uri->pool.c_str(), o.size, o.in_flight, o.secs, o.count,
+      static_cast<double>(o.count) * o.size / kMiB);
+  std::vector<double> bw, bs, put, read, put_ratio, read_ratio, into, into_ratio, raw;
+  for (int r = 0; r < o.runs; ++r) {
+    RunFigures f;
+    if (!RunOnce(o, *uri, r, f)) return 1;
+    std::printf(
+        "run %d: rados bench write %.1f, PutPages %.1f (%.2fx); rados bench seq %.1f, "
+        "ReadPages %.1f (%.2fx), ReadPagesInto %.1f (%.2fx) MiB/s; raw aio read %.1f\n",
+        r + 1, f.bench_write, f.put, f.put / f.bench_write, f.bench_seq, f.read,
+        f.read / f.bench_seq, f.read_into, f.read_into / f.bench_seq, f.raw_read);
+    std::fflush(stdout);
+    bw.push_back(f.bench_write), bs.push_back(f.bench_seq), put.push_back(f.put),
+        read.push_back(f.read);
+    put_ratio.push_back(f.put / f.bench_write), read_ratio.push_back(f.read / f.bench_seq);
+    into.push_back(f.read_into), into_ratio.push_back(f.read_into / f.bench_seq);
+    raw.push_back(f.raw_read);
+  }
+  auto show = [](const char* what, const std::vector<double>& v, const char* unit) {
+    Spread s = Summarize(v);
+    std::printf("  %-22s %8.2f [%.2f, %.2f] %s\n", what, s.median, s.min, s.max, unit);
+  };
+  std::printf("median [min, max] of %d runs:\n", o.runs);
+  show("rados bench write", bw, "MiB/s");
+  show("PutPages", put, "MiB/s");
+  show("put / bench write", put_ratio, "");
+  show("rados bench seq", bs, "MiB/s");
+  show("ReadPages (cold)", read, "MiB/s");
+  show("read / bench seq", read_ratio, "");
+  show("ReadPagesInto (cold)", into, "MiB/s");
+  show("into / bench seq", into_ratio, "");
+  show("raw aio read (cold)", raw, "MiB/s");
+  return 0;
+}
+
+}  // namespace
+}  // namespace auxstore::bench
+
+int main(int argc, char** argv) {
+  auxstore::bench::Options o;
+  CLI::App app{"the shared tier's page puts and cold reads beside rados bench"};
+  app.add_option("uri", o.uri, "rados://POOL?conf=PATH[&namespace=NS...]")->required();
+  app.add_option("--size", o.size, "object (page) size in bytes");
+  app.add_option("--count", o.count, "pages put and read per run");
+  app.add_option("--in-flight", o.in_flight, "aio operations in flight (rados bench -t)");
+  app.add_option("--secs", o.secs, "rados bench duration");
+  app.add_option("--runs", o.runs, "runs (medians over them)");
+  CLI11_PARSE(app, argc, argv);
+  return auxstore::bench::Main(o);
+}
