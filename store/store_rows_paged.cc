@@ -50,7 +50,7 @@ class DbStore::RowRecords {
       o.it->Seek(key);
     }
     if (!o.it->Valid()) {
-      if (!o.it->status().ok()) return FromRocks(o.it->status(), "read a record");
+      if (!o.it->status().ok()) return s_.RecordReadError(key, o.it->status());
       return Status::NotFound("no record");
     }
     if (o.it->key() != rocksdb::Slice(key)) return Status::NotFound("no record");
@@ -83,16 +83,20 @@ Result<Store::LayerRows> DbStore::ReadLayerRows(NamespaceId ns, const Prefix& pr
   for (const LayerPiece& piece : PlanPieces(m, e)) {
     if (!Wanted(plan.spans, piece.blob_offset, piece.bytes)) continue;
     const std::string key = RecordKey(ns, piece.owner, layer, piece.array, piece.chunk);
-    const std::string where = "layer " + std::to_string(layer) + " array " +
-                              std::to_string(piece.array) + " chunk " +
-                              std::to_string(piece.chunk) + " of put " + PutHex(piece.owner) +
-                              " (" + Where(ns, prefix) + ")";
+    const auto where = [&] {
+      return "layer " + std::to_string(layer) + " array " + std::to_string(piece.array) +
+             " chunk " + std::to_string(piece.chunk) + " of put " + PutHex(piece.owner) + " (" +
+             Where(ns, prefix) + ")";
+    };
     rocksdb::Slice value;
     Status st = records.Read(piece.owner, key, &value);
     if (st.IsNotFound()) {
-      st = Status::Corruption("snapshot is torn: missing " + where);
+      st = Status::Corruption("snapshot is torn: missing " + where());
     } else if (!st.ok()) {
-      return st.WithContext(where);  // a store problem (IOError), not this record's damage
+      // A damaged block that may hold the record is its damage (Corruption);
+      // one of a table file that cannot is a store problem (IOError).
+      st = st.WithContext(where());
+      if (!st.IsCorruption()) return st;
     }
     ByteSpan bytes;
     if (st.ok()) {
@@ -101,7 +105,7 @@ Result<Store::LayerRows> DbStore::ReadLayerRows(NamespaceId ns, const Prefix& pr
       if (checked.ok()) {
         bytes = *checked;
       } else {
-        st = checked.error().WithContext(where);
+        st = checked.error().WithContext(where());
       }
     }
     if (!st.ok()) return RowRecordDamaged(ns, prefix, m, layer, piece, std::move(st));
