@@ -13,7 +13,6 @@ namespace auxstore::shared {
 namespace {
 
 constexpr const char* kHashXattr = "auxstore.xxh3";  // as RadosManifests writes it
-constexpr size_t kInFlight = 32;
 
 std::string MakeHolder() {
   char host[128] = {};
@@ -29,19 +28,42 @@ std::string ObjectOf(NamespaceId ns, const Prefix& prefix) {
 
 }  // namespace
 
-SharedTier::SharedTier(std::unique_ptr<rados::RadosConnection> conn)
-    : conn_(std::move(conn)),
-      pages_(*conn_, kInFlight),
-      manifests_(*conn_, kInFlight),
+SharedTier::SharedTier(rados::RadosUri uri, std::unique_ptr<rados::RadosConnection> conn)
+    : uri_(std::move(uri)),
+      session_(std::make_shared<Session>(std::move(conn))),
       holder_(MakeHolder()) {}
 
 Result<std::unique_ptr<SharedTier>> SharedTier::Open(const std::string& uri) {
   AUXSTORE_ASSIGN_OR_RETURN(auto parsed, rados::ParseRadosUri(uri));
   AUXSTORE_ASSIGN_OR_RETURN(auto conn, rados::RadosConnection::Open(parsed));
-  return std::unique_ptr<SharedTier>(new SharedTier(std::move(conn)));
+  return std::unique_ptr<SharedTier>(new SharedTier(parsed, std::move(conn)));
+}
+
+Result<std::shared_ptr<SharedTier::Session>> SharedTier::Current() {
+  std::lock_guard lock(mu_);
+  if (stale_) {
+    AUXSTORE_ASSIGN_OR_RETURN(auto conn, rados::RadosConnection::Open(uri_));
+    session_ = std::make_shared<Session>(std::move(conn));
+    stale_ = false;
+  }
+  return session_;
+}
+
+Status SharedTier::Note(Status st) {
+  if (st.code() == StatusCode::kUnavailable) {
+    std::lock_guard lock(mu_);
+    stale_ = true;
+  }
+  return st;
 }
 
 Status SharedTier::Put(Upload& up) {
+  auto session = Current();
+  if (!session.ok()) {
+    ++counters_.upload_failures;
+    return session.status();
+  }
+  Session& ss = **session;
   SharedRecord& r = up.record;
   r.layers.clear();
   std::vector<ByteSpan> pieces;
@@ -67,14 +89,14 @@ Status SharedTier::Put(Upload& up) {
   // A page found stored may be reclaimed before the commit touches it (an
   // orphan past its grace): the commit then says NotFound; put again.
   for (int attempt = 0; attempt < 3; ++attempt) {
-    auto put = pages_.PutPages(pieces);
+    auto put = ss.pages.PutPages(pieces);
     if (!put.ok()) {
       st = put.status();
       break;
     }
     counters_.pages_stored += put->stored;
     counters_.pages_present += put->already_stored;
-    auto commit = manifests_.Commit(id, bytes, r.Pages());
+    auto commit = ss.manifests.Commit(id, bytes, r.Pages());
     st = commit.status();
     // Busy: another writer committed this prefix with other bytes (its own
     // put id and time) first: the pool holds the prefix, ours is not needed.
@@ -86,11 +108,13 @@ Status SharedTier::Put(Upload& up) {
   } else {
     ++counters_.upload_failures;
   }
-  return st;
+  return Note(st);
 }
 
 Result<std::vector<std::optional<SharedRecord>>> SharedTier::ReadRecords(
     NamespaceId ns, std::span<const Prefix> prefixes) {
+  AUXSTORE_ASSIGN_OR_RETURN(auto session, Current());
+  Session& ss = *session;
   const size_t n = prefixes.size();
   std::vector<std::optional<SharedRecord>> out(n);
   std::vector<librados::bufferlist> data(n), hash(n);
@@ -100,17 +124,17 @@ Result<std::vector<std::optional<SharedRecord>>> SharedTier::ReadRecords(
   Status failed;
   std::vector<std::pair<size_t, std::string>> damaged;
   rados::RunWindowed(
-      n, kInFlight,
+      n, 32,  // in flight at once
       [&](size_t i, librados::AioCompletion* c) {
         objects[i] = ObjectOf(ns, prefixes[i]);
         ops[i].read(0, 0, &data[i], nullptr);
         ops[i].getxattr(kHashXattr, &hash[i], &hash_rc[i]);
-        return conn_->io().aio_operate(objects[i], c, &ops[i], nullptr);
+        return ss.conn->io().aio_operate(objects[i], c, &ops[i], nullptr);
       },
       [&](size_t i, int rc, librados::AioCompletion*) {
         if (rc == -ENOENT) return;
         if (rc < 0) {
-          if (failed.ok()) failed = conn_->Check(rc, "read " + objects[i]);
+          if (failed.ok()) failed = ss.conn->Check(rc, "read " + objects[i]);
           return;
         }
         std::vector<uint8_t> bytes(data[i].length());
@@ -131,14 +155,16 @@ Result<std::vector<std::optional<SharedRecord>>> SharedTier::ReadRecords(
           out[i] = std::move(rec).value();
         }
       });
-  for (auto& [i, why] : damaged) QuarantineRecord(ns, prefixes[i], why);
-  if (!failed.ok()) return failed;
+  for (auto& [i, why] : damaged) QuarantineRecord(ss, ns, prefixes[i]);
+  if (!failed.ok()) return Note(failed);
   return out;
 }
 
 Result<std::vector<std::vector<uint8_t>>> SharedTier::ReadLayers(const SharedRecord& r) {
+  AUXSTORE_ASSIGN_OR_RETURN(auto session, Current());
+  Session& ss = *session;
   const auto keys = r.Pages();
-  auto read = pages_.ReadPages(keys);
+  auto read = ss.pages.ReadPages(keys);
   std::map<rados::PageKey, size_t> at;
   for (size_t i = 0; i < keys.size(); ++i) {
     if (read[i].ok()) {
@@ -146,16 +172,16 @@ Result<std::vector<std::vector<uint8_t>>> SharedTier::ReadLayers(const SharedRec
       continue;
     }
     Status st = read[i].status();
-    if (st.code() == StatusCode::kUnavailable || st.code() == StatusCode::kIOError) return st;
+    if (st.code() == StatusCode::kUnavailable || st.code() == StatusCode::kIOError) return Note(st);
     // Damaged or missing although a committed record names it: the record
     // is quarantined; a damaged page object goes too, so that the next put
     // of those bytes stores them afresh.
-    if (st.code() == StatusCode::kCorruption) conn_->io().remove(keys[i].ObjectName());
+    if (st.code() == StatusCode::kCorruption) ss.conn->io().remove(keys[i].ObjectName());
     const std::string why = st.code() == StatusCode::kNotFound
                                 ? "RADOS pool '" + pool() + "': page " + keys[i].ObjectName() +
                                       " named by a committed manifest is missing"
                                 : st.message();
-    QuarantineRecord(r.ns, r.prefix, why);
+    QuarantineRecord(ss, r.ns, r.prefix);
     return Status::Corruption(why + " (snapshot " + r.prefix.ToHex() + " quarantined in the pool)");
   }
   std::vector<std::vector<uint8_t>> layers;
@@ -173,7 +199,7 @@ Result<std::vector<std::vector<uint8_t>>> SharedTier::ReadLayers(const SharedRec
       const std::string why = "RADOS pool '" + pool() + "': layer " + std::to_string(entry.layer) +
                               " of snapshot " + r.prefix.ToHex() +
                               " does not match its layer digest";
-      QuarantineRecord(r.ns, r.prefix, why);
+      QuarantineRecord(ss, r.ns, r.prefix);
       return Status::Corruption(why + " (quarantined in the pool)");
     }
     layers.push_back(std::move(blob));
@@ -181,30 +207,33 @@ Result<std::vector<std::vector<uint8_t>>> SharedTier::ReadLayers(const SharedRec
   return layers;
 }
 
-void SharedTier::QuarantineRecord(NamespaceId ns, const Prefix& prefix, const std::string& why) {
+void SharedTier::QuarantineRecord(Session& s, NamespaceId ns, const Prefix& prefix) {
   ++counters_.corruptions;
   // The record goes whatever leases say: no node may restore damaged bytes.
-  // Its pages stay named by nothing and compact reclaims them.
-  const int rc = conn_->io().remove(ObjectOf(ns, prefix));
-  (void)rc;  // gone already (another node quarantined it) or unreachable: retried on next read
-  (void)why;
+  // Its pages stay named by nothing and compact reclaims them. Gone already
+  // (another node quarantined it) or unreachable: found again on a later read.
+  (void)s.conn->io().remove(ObjectOf(ns, prefix));
 }
 
 Status SharedTier::TakeLease(NamespaceId ns, const Prefix& prefix, uint64_t lease_ms) {
-  return manifests_.TakeLease(SharedId(ns, prefix), holder_, std::chrono::milliseconds(lease_ms));
+  AUXSTORE_ASSIGN_OR_RETURN(auto s, Current());
+  return Note(
+      s->manifests.TakeLease(SharedId(ns, prefix), holder_, std::chrono::milliseconds(lease_ms)));
 }
 
 Status SharedTier::ReleaseLease(NamespaceId ns, const Prefix& prefix) {
-  Status st = manifests_.ReleaseLease(SharedId(ns, prefix), holder_);
+  AUXSTORE_ASSIGN_OR_RETURN(auto s, Current());
+  Status st = Note(s->manifests.ReleaseLease(SharedId(ns, prefix), holder_));
   return st.code() == StatusCode::kNotFound ? Status::Ok() : st;
 }
 
 Status SharedTier::Erase(NamespaceId ns, const Prefix& prefix) {
+  AUXSTORE_ASSIGN_OR_RETURN(auto s, Current());
   const auto id = SharedId(ns, prefix);
   // Our own lease must not block our own erase.
-  Status rel = manifests_.ReleaseLease(id, holder_);
+  Status rel = Note(s->manifests.ReleaseLease(id, holder_));
   if (!rel.ok() && rel.code() != StatusCode::kNotFound) return rel;
-  Status st = manifests_.Erase(id);
+  Status st = Note(s->manifests.Erase(id));
   return st.code() == StatusCode::kNotFound ? Status::Ok() : st;
 }
 

@@ -4,11 +4,17 @@
 // records of many prefixes in one batched round, reads a record's layers
 // back (every byte checked against its page key and the layer digest), and
 // quarantines a record whose objects are damaged. Thread-safe.
+//
+// A librados client that saw every OSD unreachable does not always learn
+// their new addresses when they come back (measured: its writes kept timing
+// out for 30 s while a new client's went through): after any Unavailable the
+// next call opens a fresh client (the old one is closed once no call uses it).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -38,9 +44,9 @@ class SharedTier {
  public:
   static Result<std::unique_ptr<SharedTier>> Open(const std::string& uri);
 
-  const std::string& pool() const { return conn_->uri().pool; }
+  const std::string& pool() const { return uri_.pool; }
   std::chrono::milliseconds op_timeout() const {
-    return std::chrono::milliseconds(conn_->uri().op_timeout_ms);
+    return std::chrono::milliseconds(uri_.op_timeout_ms);
   }
   TierCounters& counters() { return counters_; }
 
@@ -69,13 +75,25 @@ class SharedTier {
   const std::string& holder() const { return holder_; }
 
  private:
-  explicit SharedTier(std::unique_ptr<rados::RadosConnection> conn);
-  Status PutOnce(Upload& up, const std::vector<uint8_t>& id, const std::vector<uint8_t>& bytes);
-  void QuarantineRecord(NamespaceId ns, const Prefix& prefix, const std::string& why);
+  // One librados client and the page and manifest stores on it.
+  struct Session {
+    explicit Session(std::unique_ptr<rados::RadosConnection> c)
+        : conn(std::move(c)), pages(*conn, 32), manifests(*conn, 32) {}
+    std::unique_ptr<rados::RadosConnection> conn;
+    rados::RadosPageStore pages;
+    rados::RadosManifests manifests;
+  };
+  SharedTier(rados::RadosUri uri, std::unique_ptr<rados::RadosConnection> conn);
+  // The session, a fresh one when the last call found the pool unreachable.
+  Result<std::shared_ptr<Session>> Current();
+  // `st`, noting an Unavailable for the next Current().
+  Status Note(Status st);
+  void QuarantineRecord(Session& s, NamespaceId ns, const Prefix& prefix);
 
-  std::unique_ptr<rados::RadosConnection> conn_;
-  rados::RadosPageStore pages_;
-  rados::RadosManifests manifests_;
+  rados::RadosUri uri_;
+  std::mutex mu_;
+  std::shared_ptr<Session> session_;
+  bool stale_ = false;
   std::string holder_;
   TierCounters counters_;
 };

@@ -115,6 +115,41 @@ TEST_F(SharedStoreTest, EraseIsBusyWhileAnotherNodesLeaseHoldsTheSnapshot) {
   EXPECT_EQ(c->GetManifest(*ns, conv.PrefixOf(128)).status().code(), StatusCode::kNotFound);
 }
 
+TEST_F(SharedStoreTest, ADamagedPageIsNeverReturnedAndItsSnapshotIsQuarantinedInThePool) {
+  const Conversation conv(44);
+  auto a = Open(tmp_.Sub("a"));
+  ASSERT_TRUE(a);
+  auto ns = a->RegisterNamespace(conv.spec());
+  ASSERT_TRUE(ns.ok());
+  ASSERT_TRUE(conv.Put(*a, *ns, 128).ok());
+  ASSERT_EQ(Objects("manifest."), 1u);
+  // A raw write over one page object, behind the store's back.
+  std::string victim;
+  for (auto it = conn_->io().nobjects_begin(); it != conn_->io().nobjects_end(); ++it)
+    if (it->get_oid().starts_with("page.")) victim = it->get_oid();
+  ASSERT_FALSE(victim.empty());
+  librados::bufferlist junk;
+  junk.append(std::string(100, 'x'));
+  ASSERT_EQ(conn_->io().write_full(victim, junk), 0);
+
+  auto b = Open(tmp_.Sub("b"));
+  ASSERT_TRUE(b);
+  ASSERT_TRUE(b->RegisterNamespace(conv.spec()).ok());
+  std::vector<uint8_t> dst(1 << 20);
+  auto read = b->ReadLayerInto(*ns, conv.PrefixOf(128), 0, dst);
+  EXPECT_EQ(read.status().code(), StatusCode::kCorruption) << read.status().ToString();
+  EXPECT_EQ(b->Stats().shared_corruptions, 1u);
+  EXPECT_EQ(b->Stats().shared_restores, 0u);
+  EXPECT_EQ(Objects("manifest."), 0u) << "the snapshot using the damaged page is still in the pool";
+  EXPECT_FALSE(b->GetManifests(*ns, std::vector<Prefix>{conv.PrefixOf(128)}).value()[0]);
+  // The writer still has it; putting it again stores the page afresh.
+  ASSERT_TRUE(conv.Put(*a, *ns, 128).ok());
+  auto c = Open(tmp_.Sub("c"));
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->RegisterNamespace(conv.spec()).ok());
+  EXPECT_TRUE(conv.Check(*c, *ns, 128).ok());
+}
+
 // kill -9 of a writing node, AUXSTORE_SHARED_KILL_CYCLES times (10 by
 // default): every snapshot it acknowledged restores byte-exact on another
 // node, the one it was writing is absent or whole, and reclaim takes the

@@ -1,0 +1,115 @@
+// The store on a shared pool when the pool does not answer (every OSD killed
+// with SIGKILL, the monitor up): each call that needs the pool returns
+// Unavailable within the op timeout, what the local store holds is still
+// served, kBehind puts are accepted locally and their uploads wait, Flush
+// reports them, and once the OSDs are back they are written and another
+// node restores them. Kills OSDs: runs after every other ceph test.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+
+#include "tests/rados/rados_test_env.h"
+#include "tests/rados/shared_test_env.h"
+
+namespace auxstore::sharedtest {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using testing::TempDir;
+
+constexpr uint32_t kOpTimeoutMs = 3000;
+// Only a hang gets near this; the durations are printed, not asserted.
+constexpr auto kHangBound = 10 * std::chrono::milliseconds(kOpTimeoutMs) + 30s;
+
+void ClusterSh(const std::string& command, const std::string& arg) {
+  const std::string cmd =
+      rados::testenv::ClusterSh() + " " + command + " " + rados::testenv::ClusterDir() + " " + arg;
+  ASSERT_EQ(rados::testenv::Shell(cmd), 0) << cmd;
+}
+
+// Runs `call` on its own thread; its Status, or Internal when it hung.
+template <typename F>
+Status Timed(const char* what, F&& call) {
+  const auto start = Clock::now();
+  auto f = std::async(std::launch::async, std::forward<F>(call));
+  if (f.wait_for(kHangBound) != std::future_status::ready) {
+    ADD_FAILURE() << what << ": did not return";
+    std::abort();  // the thread cannot be joined
+  }
+  Status st = f.get();
+  std::printf("MEASURED %s: %s after %.2f s\n", what,
+              std::string(StatusCodeName(st.code())).c_str(),
+              std::chrono::duration<double>(Clock::now() - start).count());
+  return st;
+}
+
+TEST(SharedStoreOutage, CallsReturnUnavailableLocalReadsGoOnQueuedUploadsLandAfterward) {
+  TempDir tmp;
+  const std::string uri =
+      rados::testenv::UriFor(rados::testenv::UniqueNamespace(), kOpTimeoutMs).ToString();
+  const Conversation conv(77);
+  auto a = OpenShared(tmp.Sub("a"), uri, SharedWrite::kThrough);
+  auto q = OpenShared(tmp.Sub("q"), uri, SharedWrite::kBehind);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  auto ns = (*a)->RegisterNamespace(conv.spec());
+  ASSERT_TRUE(ns.ok());
+  ASSERT_TRUE((*q)->RegisterNamespace(conv.spec()).ok());
+  ASSERT_TRUE(conv.Put(**a, *ns, 128).ok());
+  auto f = OpenShared(tmp.Sub("f"), uri);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE((*f)->RegisterNamespace(conv.spec()).ok());
+
+  for (int osd = 0; osd < 3; ++osd) ClusterSh("kill-osd", std::to_string(osd));
+
+  // kThrough: committed locally, the pool's Unavailable returned.
+  EXPECT_EQ(Timed("OSDs dead: kThrough put", [&] { return conv.Put(**a, *ns, 256); }).code(),
+            StatusCode::kUnavailable);
+  // What the local store holds is served; the longest local match answers.
+  EXPECT_TRUE(Timed("OSDs dead: local restore", [&] { return conv.Check(**a, *ns, 128); }).ok());
+  auto longest = (*a)->LongestPrefix(*ns, conv.Chain(512));
+  ASSERT_TRUE(longest.ok()) << longest.status().ToString();
+  EXPECT_EQ(*longest, std::optional<size_t>(256 / kBlock - 1));
+  // A node that holds nothing locally cannot answer.
+  EXPECT_EQ(Timed("OSDs dead: lookup a local miss",
+                  [&] { return (*f)->GetManifest(*ns, conv.PrefixOf(128)).status(); })
+                .code(),
+            StatusCode::kUnavailable);
+  EXPECT_EQ(Timed("OSDs dead: erase", [&] { return (*a)->Erase(*ns, conv.PrefixOf(128)); }).code(),
+            StatusCode::kUnavailable);
+  // kBehind: accepted locally, the upload waits; Flush reports it.
+  EXPECT_TRUE(Timed("OSDs dead: kBehind put", [&] { return conv.Put(**q, *ns, 192); }).ok());
+  EXPECT_EQ(Timed("OSDs dead: kBehind flush", [&] { return (*q)->Flush(); }).code(),
+            StatusCode::kUnavailable);
+  EXPECT_EQ((*q)->Stats().shared_queued, 1u);
+  EXPECT_GE((*q)->Stats().shared_upload_failures, 1u);
+
+  const std::string sh = rados::testenv::ClusterSh(), dir = rados::testenv::ClusterDir();
+  const std::string start_osd = sh + " start-osd " + dir + " ";
+  ASSERT_EQ(rados::testenv::Shell(start_osd + "0 & a=$!; " + start_osd + "1 & b=$!; " + start_osd +
+                                  "2; c=$?; wait $a && wait $b && exit $c"),
+            0);
+  // The queued upload is written (a flush retries at once; PGs may still be
+  // peering for a few seconds).
+  Status flushed;
+  for (int i = 0; i < 10; ++i) {
+    flushed = (*q)->Flush();
+    if (flushed.ok()) break;
+  }
+  EXPECT_TRUE(flushed.ok()) << flushed.ToString();
+  EXPECT_EQ((*q)->Stats().shared_queued, 0u);
+  EXPECT_EQ((*q)->Stats().shared_shed, 0u);
+  // The kThrough put refused meanwhile goes up when put again.
+  EXPECT_TRUE(conv.Put(**a, *ns, 256).ok());
+  auto g = OpenShared(tmp.Sub("g"), uri);
+  ASSERT_TRUE(g.ok());
+  ASSERT_TRUE((*g)->RegisterNamespace(conv.spec()).ok());
+  EXPECT_TRUE(conv.Check(**g, *ns, 192).ok());
+  EXPECT_TRUE(conv.Check(**g, *ns, 256).ok());
+  EXPECT_TRUE(conv.Check(**g, *ns, 128).ok());
+}
+
+}  // namespace
+}  // namespace auxstore::sharedtest
