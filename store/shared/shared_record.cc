@@ -61,6 +61,27 @@ std::vector<uint8_t> SharedId(NamespaceId ns, const Prefix& prefix) {
   return id;
 }
 
+std::optional<std::pair<NamespaceId, Prefix>> ParseSharedObject(std::string_view object) {
+  const std::string want = rados::ManifestObjectName(SharedId(0, Prefix{}));
+  if (object.size() != want.size() || !object.starts_with(rados::kManifestPrefix)) {
+    return std::nullopt;
+  }
+  std::string_view hex = object.substr(rados::kManifestPrefix.size());
+  uint8_t id[24];
+  for (size_t i = 0; i < sizeof id; ++i) {
+    unsigned v = 0;
+    for (char c : hex.substr(2 * i, 2)) {
+      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (d < 0) return std::nullopt;
+      v = v * 16 + static_cast<unsigned>(d);
+    }
+    id[i] = static_cast<uint8_t>(v);
+  }
+  Prefix p;
+  std::memcpy(p.bytes.data(), id + 8, p.bytes.size());
+  return std::pair{GetLE64(id), p};
+}
+
 std::vector<uint8_t> EncodeSharedRecord(const SharedRecord& r) {
   Writer w;
   w.Raw(kMagic, sizeof(kMagic));

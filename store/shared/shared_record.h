@@ -14,7 +14,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "auxstore/manifest_types.h"
@@ -54,6 +57,9 @@ Result<SharedRecord> DecodeSharedRecord(ByteSpan bytes, const std::string& what)
 
 // The manifest object's id of (ns, prefix): u64 LE namespace ‖ prefix.
 std::vector<uint8_t> SharedId(NamespaceId ns, const Prefix& prefix);
+// The (ns, prefix) a manifest object's name (manifest.<hex of SharedId>)
+// stands for; nullopt for any other name.
+std::optional<std::pair<NamespaceId, Prefix>> ParseSharedObject(std::string_view object);
 
 // Where layer `l` (of manifest `m`) is cut into page objects, as
 // [offset, length) ranges covering its blob in order: the header; then per

@@ -215,6 +215,27 @@ void SharedTier::QuarantineRecord(Session& s, NamespaceId ns, const Prefix& pref
   (void)s.conn->io().remove(ObjectOf(ns, prefix));
 }
 
+Result<rados::PoolVerifyReport> SharedTier::VerifyPool() {
+  AUXSTORE_ASSIGN_OR_RETURN(auto s, Current());
+  auto r = rados::RadosPoolCheck(*s->conn).Verify();
+  if (!r.ok()) return Note(r.status());
+  return r;
+}
+
+Result<rados::PoolRepairReport> SharedTier::RepairPool() {
+  AUXSTORE_ASSIGN_OR_RETURN(auto s, Current());
+  auto r = rados::RadosPoolCheck(*s->conn).Repair();
+  if (!r.ok()) return Note(r.status());
+  return r;
+}
+
+Result<rados::PoolCompactReport> SharedTier::CompactPool(std::chrono::seconds grace) {
+  AUXSTORE_ASSIGN_OR_RETURN(auto s, Current());
+  auto r = rados::RadosPoolCheck(*s->conn).Compact(grace);
+  if (!r.ok()) return Note(r.status());
+  return r;
+}
+
 Status SharedTier::TakeLease(NamespaceId ns, const Prefix& prefix, uint64_t lease_ms) {
   AUXSTORE_ASSIGN_OR_RETURN(auto s, Current());
   return Note(

@@ -24,6 +24,7 @@
 #include "store/rados/rados_connection.h"
 #include "store/rados/rados_manifests.h"
 #include "store/rados/rados_page_store.h"
+#include "store/rados/rados_pool_check.h"
 #include "store/shared/shared_record.h"
 
 namespace auxstore::shared {
@@ -70,6 +71,11 @@ class SharedTier {
   Status ReleaseLease(NamespaceId ns, const Prefix& prefix);
   // Removes the record: Busy while another node's lease holds it; OK when absent.
   Status Erase(NamespaceId ns, const Prefix& prefix);
+
+  // The pool's own verify, repair and compact (store/rados/rados_pool_check.h).
+  Result<rados::PoolVerifyReport> VerifyPool();
+  Result<rados::PoolRepairReport> RepairPool();
+  Result<rados::PoolCompactReport> CompactPool(std::chrono::seconds grace);
 
   // This handle's name on the leases it takes: host.pid.random.
   const std::string& holder() const { return holder_; }

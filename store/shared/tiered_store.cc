@@ -137,15 +137,6 @@ Status TieredStore::List(std::optional<NamespaceId> ns,
   return local_->List(ns, visit);
 }
 Status TieredStore::RunMaintenance() { return local_->RunMaintenance(); }
-Result<VerifyReport> TieredStore::Verify(const VerifyOptions& options) {
-  return local_->Verify(options);
-}
-Result<RepairReport> TieredStore::Repair(const VerifyReport& report) {
-  return local_->Repair(report);
-}
-Result<CompactReport> TieredStore::Compact(const CompactOptions& options) {
-  return local_->Compact(options);
-}
 uint64_t TieredStore::DiskBytes() { return local_->DiskBytes(); }
 Result<Store::ChainPages> TieredStore::CountLeadingPages(NamespaceId ns,
                                                          std::span<const Prefix> block_chain,

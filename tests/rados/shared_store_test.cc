@@ -150,6 +150,42 @@ TEST_F(SharedStoreTest, ADamagedPageIsNeverReturnedAndItsSnapshotIsQuarantinedIn
   EXPECT_TRUE(conv.Check(*c, *ns, 128).ok());
 }
 
+TEST_F(SharedStoreTest, VerifyRepairAndCompactCoverThePool) {
+  const Conversation conv(55);
+  auto a = Open(tmp_.Sub("a"));
+  ASSERT_TRUE(a);
+  auto ns = a->RegisterNamespace(conv.spec());
+  ASSERT_TRUE(ns.ok());
+  ASSERT_TRUE(conv.Put(*a, *ns, 128).ok());
+  auto clean = a->Verify();
+  ASSERT_TRUE(clean.ok()) << clean.status().ToString();
+  EXPECT_TRUE(clean->clean());
+  std::string victim;
+  for (auto it = conn_->io().nobjects_begin(); it != conn_->io().nobjects_end(); ++it)
+    if (it->get_oid().starts_with("page.")) victim = it->get_oid();
+  librados::bufferlist junk;
+  junk.append(std::string(64, 'y'));
+  ASSERT_EQ(conn_->io().write_full(victim, junk), 0);
+
+  auto found = a->Verify();
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  EXPECT_FALSE(found->clean());
+  bool named = false;
+  for (const auto& p : found->store_problems) named |= p.find(victim) != std::string::npos;
+  EXPECT_TRUE(named) << "no problem names " << victim;
+  auto repaired = a->Repair(*found);
+  ASSERT_TRUE(repaired.ok()) << repaired.status().ToString();
+  ASSERT_EQ(repaired->removed.size(), 1u);
+  EXPECT_EQ(repaired->removed[0].ns, *ns);
+  EXPECT_EQ(repaired->removed[0].prefix, conv.PrefixOf(128));
+  EXPECT_EQ(Objects("manifest."), 0u);
+  EXPECT_TRUE(conv.Check(*a, *ns, 128).ok()) << "the local copy is healthy and stays";
+  auto after = a->Verify();
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->clean());
+  EXPECT_TRUE(a->Compact({}).ok());
+}
+
 // kill -9 of a writing node, AUXSTORE_SHARED_KILL_CYCLES times (10 by
 // default): every snapshot it acknowledged restores byte-exact on another
 // node, the one it was writing is absent or whole, and reclaim takes the
