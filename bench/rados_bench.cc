@@ -15,8 +15,13 @@
 // Prints each run and the medians in MiB/s (what `rados bench` prints as
 // "MB/sec") with the ratios. bench/RESULTS.md has the figures and command.
 //
+// Then, where the store is built with the shared tier, the store level
+// (bench/shared_store_bench.h): snapshots put through Options::shared and
+// restored cold into an empty local directory, in namespace NS.store.
+//
 //   auxstore_rados_bench URI [--size BYTES] [--count N] [--in-flight N]
-//                            [--secs S] [--runs R]
+//                            [--secs S] [--runs R] [--store-snapshots N]
+//                            [--store-layers N] [--local-dir DIR]
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -26,6 +31,9 @@
 #include <vector>
 
 #include "bench/measure.h"
+#ifdef AUXSTORE_BENCH_STORE_LEVEL
+#include "bench/shared_store_bench.h"
+#endif
 #include "store/rados/rados_aio.h"
 #include "store/rados/rados_connection.h"
 #include "store/rados/rados_page_reader.h"
@@ -49,12 +57,16 @@ struct Options {
   size_t in_flight = 16;
   int secs = 10;
   int runs = 3;
+  size_t store_snapshots = 16;  // store level: snapshots of store_layers layers of --size
+  size_t store_layers = 8;
+  std::string local_dir = "/tmp/auxstore-rados-bench";
 };
 
 struct RunFigures {
   double bench_write = 0, bench_seq = 0, put = 0, read = 0;  // MiB/s
   double raw_read = 0;   // aio reads into librados's buffers, nothing copied or checked
   double read_into = 0;  // ReadPagesInto: into the caller's (staging) buffers, checked
+  double store_put = -1, store_restore = -1;  // through Options::shared; -1: not built
 };
 
 // Runs `cmd`; the number after "Bandwidth (MB/sec):" in its output (MiB/s);
@@ -164,6 +176,15 @@ bool RunOnce(const Options& o, const RadosUri& uri, int run, RunFigures& f) {
     if (bad) return std::fprintf(stderr, "%zu pages read back wrong\n", bad), false;
   }
   f.put = Summarize(puts).median;
+#ifdef AUXSTORE_BENCH_STORE_LEVEL
+  RadosUri store_uri = uri;
+  store_uri.ns += ".store";
+  auto store =
+      RunStoreLevel(store_uri, o.local_dir, o.store_snapshots, o.store_layers, o.size, run);
+  if (!store.ok()) return std::fprintf(stderr, "%s\n", store.status().ToString().c_str()), false;
+  f.store_put = store->put_mib_s;
+  f.store_restore = store->restore_mib_s;
+#endif
   return true;
 }
 
@@ -181,6 +202,7 @@ int Main(const Options& o) {
       uri->pool.c_str(), o.size, o.in_flight, o.secs, o.count,
       static_cast<double>(o.count) * o.size / kMiB);
   std::vector<double> bw, bs, put, read, put_ratio, read_ratio, into, into_ratio, raw;
+  std::vector<double> sput, sput_ratio, srestore, srestore_ratio;
   for (int r = 0; r < o.runs; ++r) {
     RunFigures f;
     if (!RunOnce(o, *uri, r, f)) return 1;
@@ -195,6 +217,15 @@ int Main(const Options& o) {
     put_ratio.push_back(f.put / f.bench_write), read_ratio.push_back(f.read / f.bench_seq);
     into.push_back(f.read_into), into_ratio.push_back(f.read_into / f.bench_seq);
     raw.push_back(f.raw_read);
+    if (f.store_put >= 0) {
+      std::printf(
+          "run %d, store level: PutSnapshot %.1f (%.2fx bench write), cold restore %.1f (%.2fx "
+          "bench seq) MiB/s\n",
+          r + 1, f.store_put, f.store_put / f.bench_write, f.store_restore,
+          f.store_restore / f.bench_seq);
+      sput.push_back(f.store_put), sput_ratio.push_back(f.store_put / f.bench_write);
+      srestore.push_back(f.store_restore), srestore_ratio.push_back(f.store_restore / f.bench_seq);
+    }
   }
   auto show = [](const char* what, const std::vector<double>& v, const char* unit) {
     Spread s = Summarize(v);
@@ -210,6 +241,12 @@ int Main(const Options& o) {
   show("ReadPagesInto (cold)", into, "MiB/s");
   show("into / bench seq", into_ratio, "");
   show("raw aio read (cold)", raw, "MiB/s");
+  if (!sput.empty()) {
+    show("store PutSnapshot", sput, "MiB/s");
+    show("store put / bench write", sput_ratio, "");
+    show("store cold restore", srestore, "MiB/s");
+    show("restore / bench seq", srestore_ratio, "");
+  }
   return 0;
 }
 
@@ -225,6 +262,9 @@ int main(int argc, char** argv) {
   app.add_option("--in-flight", o.in_flight, "aio operations in flight (rados bench -t)");
   app.add_option("--secs", o.secs, "rados bench duration");
   app.add_option("--runs", o.runs, "runs (medians over them)");
+  app.add_option("--store-snapshots", o.store_snapshots, "store level: snapshots per run");
+  app.add_option("--store-layers", o.store_layers, "store level: layers of --size bytes each");
+  app.add_option("--local-dir", o.local_dir, "store level: the stores' local directories");
   CLI11_PARSE(app, argc, argv);
   return auxstore::bench::Main(o);
 }

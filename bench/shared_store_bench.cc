@@ -1,0 +1,111 @@
+// The store-level half of auxstore_rados_bench (bench/rados_bench.cc):
+// snapshots put through a store whose Options::shared names the pool
+// (SharedWrite::kThrough: acknowledged once RADOS acknowledged), then
+// restored cold by a second store with an empty local directory (a
+// LongestPrefix per snapshot: one batched pool round, pages read and
+// checked, the snapshot written into the local store).
+#include "bench/shared_store_bench.h"
+
+#include <filesystem>
+#include <vector>
+
+#include "auxstore/prefix.h"
+#include "auxstore/store.h"
+#include "bench/measure.h"
+#include "store/rados/rados_pool_check.h"
+
+namespace auxstore::bench {
+namespace {
+
+NamespaceSpec BenchSpec() {
+  NamespaceSpec s;
+  s.model_id = "auxstore-rados-bench";
+  s.qsa = {/*hd=*/64,    /*max_tokens=*/4096, /*ratio=*/4, /*rot=*/32, /*theta=*/10000.0f,
+           /*eps=*/1e-6f};
+  s.dsa = {/*index_head_dim=*/32, /*capacity=*/4096};
+  return s;
+}
+
+Result<std::unique_ptr<Store>> OpenShared(const std::string& dir, const std::string& uri) {
+  Options o;
+  o.shared = uri;
+  o.shared_write = SharedWrite::kThrough;
+  o.background_maintenance = false;
+  return Store::Open(o, dir);
+}
+
+// Removes every object of the URI's namespace (the bench's own).
+void EmptyNamespace(const rados::RadosUri& uri) {
+  auto conn = rados::RadosConnection::Open(uri);
+  if (!conn.ok()) return;
+  auto objects = rados::ListNamespaceObjects(**conn);
+  if (!objects.ok()) return;
+  for (const std::string& o : *objects) (*conn)->io().remove(o);
+}
+
+}  // namespace
+
+Result<StoreFigures> RunStoreLevel(const rados::RadosUri& uri, const std::string& local_dir,
+                                   size_t snapshots, size_t layers, size_t layer_bytes, int run) {
+  namespace fs = std::filesystem;
+  fs::remove_all(local_dir);
+  fs::create_directories(local_dir);
+  EmptyNamespace(uri);
+  const std::string uri_string = uri.ToString();
+  // Snapshot s: 64 tokens of its own (one block), `layers` opaque layers.
+  std::vector<std::vector<uint8_t>> bytes(layers, std::vector<uint8_t>(layer_bytes));
+  std::vector<Prefix> prefixes;
+  for (size_t s = 0; s < snapshots; ++s) {
+    std::vector<uint32_t> tokens(64);
+    for (uint32_t t = 0; t < 64; ++t)
+      tokens[t] = static_cast<uint32_t>(run * 1'000'000 + s * 64 + t);
+    prefixes.push_back(PrefixHashes(tokens, 64, 0).back());
+  }
+  StoreFigures f;
+  const double mib = static_cast<double>(snapshots) * layers * layer_bytes / (1024.0 * 1024.0);
+  {
+    AUXSTORE_ASSIGN_OR_RETURN(auto a, OpenShared(local_dir + "/a", uri_string));
+    AUXSTORE_ASSIGN_OR_RETURN(NamespaceId ns, a->RegisterNamespace(BenchSpec()));
+    double seconds = 0;
+    for (size_t s = 0; s < snapshots; ++s) {
+      std::vector<LayerBlob> blobs;
+      for (size_t l = 0; l < layers; ++l) {
+        uint64_t x =
+            (run + 1) * 0x9E3779B97F4A7C15ull + (s * layers + l + 1) * 0xD1B54A32D192ED03ull;
+        auto* words = reinterpret_cast<uint64_t*>(bytes[l].data());
+        for (size_t w = 0; w < layer_bytes / 8; ++w) {
+          x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+          words[w] = x;
+        }
+        blobs.push_back({static_cast<uint32_t>(l), Kind::kOpaque, bytes[l]});
+      }
+      Stopwatch sw;  // the put alone, not the making of its bytes
+      AUXSTORE_RETURN_IF_ERROR(a->PutSnapshot(ns, prefixes[s], 64, blobs, PutOptions{}));
+      seconds += sw.Seconds();
+    }
+    f.put_mib_s = mib / seconds;
+  }
+  {
+    AUXSTORE_ASSIGN_OR_RETURN(auto b, OpenShared(local_dir + "/b", uri_string));
+    AUXSTORE_ASSIGN_OR_RETURN(NamespaceId ns, b->RegisterNamespace(BenchSpec()));
+    Stopwatch sw;
+    for (size_t s = 0; s < snapshots; ++s) {
+      AUXSTORE_ASSIGN_OR_RETURN(auto found, b->LongestPrefix(ns, std::span(&prefixes[s], 1)));
+      if (!found || *found != 0) {
+        return Status::NotFound("the cold store did not find snapshot " + std::to_string(s));
+      }
+    }
+    f.restore_mib_s = mib / sw.Seconds();
+    // Every byte of the last snapshot, from the local store it was restored into.
+    for (size_t l = 0; l < layers; ++l) {
+      AUXSTORE_ASSIGN_OR_RETURN(auto got, b->GetLayer(ns, prefixes.back(), l));
+      if (got != bytes[l])
+        return Status::Corruption("restored layer " + std::to_string(l) + " differs");
+    }
+  }
+  fs::remove_all(local_dir);
+  EmptyNamespace(uri);
+  return f;
+}
+
+}  // namespace auxstore::bench

@@ -1,0 +1,25 @@
+// The store-level half of auxstore_rados_bench: puts through a store on the
+// shared tier and cold restores into an empty local directory.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "auxstore/status.h"
+#include "store/rados/rados_uri.h"
+
+namespace auxstore::bench {
+
+struct StoreFigures {
+  double put_mib_s = 0;      // PutSnapshot (SharedWrite::kThrough), all snapshots
+  double restore_mib_s = 0;  // LongestPrefix on an empty local store: pool -> local
+};
+
+// Puts `snapshots` snapshots of `layers` opaque layers of `layer_bytes`
+// (distinct bytes per run) through a store in local_dir/a, then restores
+// each cold through a store in local_dir/b; checks the last one byte for
+// byte. Empties local_dir and the URI's namespace before and after.
+Result<StoreFigures> RunStoreLevel(const rados::RadosUri& uri, const std::string& local_dir,
+                                   size_t snapshots, size_t layers, size_t layer_bytes, int run);
+
+}  // namespace auxstore::bench
