@@ -48,6 +48,7 @@ from ._auxstore import (  # noqa: E402,F401
     OutOfRangeError,
     Pipeline,
     PipelineStats,
+    RestoreBatch,
     RestoreHandle,
     State,
     Store,

@@ -27,10 +27,11 @@ using PipelineClass = py::class_<Pipeline, std::shared_ptr<Pipeline>>;
 
 void RegisterStore(py::module_& m);   // store_bind.cc (and store_*.cc, functions.cc)
 void RegisterDevice(py::module_& m);  // backend.cc
-void RegisterStates(py::module_& m, BackendClass& backend);  // state.cc
-void RegisterPipeline(py::module_& m);                       // pipeline_bind.cc
-void RegisterRestores(PipelineClass& pipeline);              // restore_bind.cc
-void RegisterRestoreHandle(py::module_& m);                  // restore_bind.cc
-void RegisterIntrospection(py::module_& m);                  // introspection.cc
+void RegisterStates(py::module_& m, BackendClass& backend);          // state.cc
+void RegisterPipeline(py::module_& m);                               // pipeline_bind.cc
+void RegisterRestores(PipelineClass& pipeline);                      // restore_bind.cc
+void RegisterRestoreHandle(py::module_& m);                          // restore_bind.cc
+void RegisterRestoreBatch(py::module_& m, PipelineClass& pipeline);  // restore_batch_bind.cc
+void RegisterIntrospection(py::module_& m);                          // introspection.cc
 
 }  // namespace auxpy

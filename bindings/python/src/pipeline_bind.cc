@@ -249,6 +249,7 @@ void RegisterPipeline(py::module_& m) {
 
   RegisterRestores(pipeline);
   RegisterRestoreHandle(m);
+  RegisterRestoreBatch(m, pipeline);
 
   m.def(
       "metrics_text",
