@@ -662,18 +662,6 @@ int auxstore_restore_layers_done(const auxstore_restore_handle_t* handle, uint32
  * happens (auxstore_misuse_count). */
 void auxstore_restore_handle_release(auxstore_restore_handle_t* handle);
 
-/* ---- the connector's batched calls (issue 24; docs/connectors.md) ---------- */
-/* How many LEADING `prefixes` are stored, in *count: the consecutive-hit
- * count from index 0 (SGLang's batch_exists, LMCache's batched_contains).
- * The first prefix is looked up alone and the rest in one batched lookup,
- * so a first-key miss costs one lookup. A damaged manifest is a miss (and
- * quarantined). Counts no hit, changes no recency. `prefixes` may be NULL
- * when n is 0. */
-int auxstore_count_leading_stored(auxstore_t* db, uint64_t ns, const uint8_t (*prefixes)[16],
-                                  size_t n, size_t* count, char** errmsg);
-/* How many LEADING pages of a block chain (`n_blocks` chained hashes of
- * blocks of `block_size` tokens, as auxstore_prefix_hash gives them) the
- * namespace stores, by whichever snapshot's paged put (block_chain in
 /* ---- many snapshots into device states, one handle ---------------------------- */
 /* One snapshot of a batched restore: its targets (fresh states, one per
  * layer, as auxstore_restore_start's) and the lease (from
@@ -728,6 +716,18 @@ void auxstore_restore_batch_cancel(auxstore_restore_batch_t* batch);
  * theirs until done), as auxstore_restore_handle_release. */
 void auxstore_restore_batch_release(auxstore_restore_batch_t* batch);
 
+/* ---- the connector's batched calls (issue 24; docs/connectors.md) ---------- */
+/* How many LEADING `prefixes` are stored, in *count: the consecutive-hit
+ * count from index 0 (SGLang's batch_exists, LMCache's batched_contains).
+ * The first prefix is looked up alone and the rest in one batched lookup,
+ * so a first-key miss costs one lookup. A damaged manifest is a miss (and
+ * quarantined). Counts no hit, changes no recency. `prefixes` may be NULL
+ * when n is 0. */
+int auxstore_count_leading_stored(auxstore_t* db, uint64_t ns, const uint8_t (*prefixes)[16],
+                                  size_t n, size_t* count, char** errmsg);
+/* How many LEADING pages of a block chain (`n_blocks` chained hashes of
+ * blocks of `block_size` tokens, as auxstore_prefix_hash gives them) the
+ * namespace stores, by whichever snapshot's paged put (block_chain in
  * auxstore_put_options_t) stored them: *pages, and (when not NULL)
  * *page_tokens, the tokens of a page (the namespace's page_tokens, else
  * block_size), so the stored rows are [0, *pages * *page_tokens). One
