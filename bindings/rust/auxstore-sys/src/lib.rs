@@ -143,12 +143,12 @@ opaque_handles! {
     auxstore_host_buffer_t;
     /// A batched read into registered host buffers.
     auxstore_host_read_t;
+    /// Many snapshots being restored into device states, one handle.
+    auxstore_restore_batch_t;
 }
 
 // ---- plain types ------------------------------------------------------------------------
 
-    /// Many snapshots being restored into device states, one handle.
-    auxstore_restore_batch_t;
 /// A namespace's geometry (`qsa_hd == 0`: no QSA layers; `dsa_index_head_dim
 /// == 0`: no DSA layers).
 #[repr(C)]
@@ -258,10 +258,6 @@ pub struct auxstore_restore_target_t {
     pub state: *mut auxstore_state_t,
 }
 
-/// `fn(arg, level, source, message)`: see `auxstore_options_set_log_callback`.
-pub type auxstore_log_fn =
-    Option<unsafe extern "C" fn(arg: *mut c_void, level: c_int, source: *const c_char, message: *const c_char)>;
-
 /// One snapshot of a batched restore ([`auxstore_restore_batch_start`]).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -277,6 +273,10 @@ pub struct auxstore_restore_snapshot_t {
     /// A lease released when its restore completes (0: none).
     pub lease: u64,
 }
+
+/// `fn(arg, level, source, message)`: see `auxstore_options_set_log_callback`.
+pub type auxstore_log_fn =
+    Option<unsafe extern "C" fn(arg: *mut c_void, level: c_int, source: *const c_char, message: *const c_char)>;
 
 /// An opaque layer's declared shape.
 #[repr(C)]
@@ -385,10 +385,6 @@ pub struct auxstore_host_put_t {
     pub layers: *const auxstore_host_layer_t,
 }
 
-/// One layer into memory the caller provides.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct auxstore_layer_dest_t {
 /// A snapshot: its namespace and prefix ([`auxstore_host_read_finished`]).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -399,6 +395,10 @@ pub struct auxstore_snapshot_ref_t {
     pub prefix: [u8; 16],
 }
 
+/// One layer into memory the caller provides.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct auxstore_layer_dest_t {
     /// The layer to read.
     pub layer: u32,
     /// Where to put it.
@@ -907,14 +907,6 @@ c_api! {
     /// Frees the handle; a restore still running goes on (keep its targets until it is done). NULL
     /// is a no-op. Release handles before their backend.
     pub fn auxstore_restore_handle_release(handle: *mut auxstore_restore_handle_t);
-}
-
-/// The `c.h` this crate was built against (found by build.rs; the crate's
-/// tests parse it and compare it with [`DECLARED_FUNCTIONS`]).
-pub const C_HEADER_PATH: &str = env!("AUXSTORE_SYS_C_H");
-
-/// The folder libauxstore_c.so was linked from (build.rs; empty when
-/// pkg-config named no `-L` folder).
 
     // ---- many snapshots into device states, one handle ---------------------------------------
     /// Restores `n` snapshots with one handle: every snapshot checked first (nothing started on a
@@ -938,4 +930,12 @@ pub const C_HEADER_PATH: &str = env!("AUXSTORE_SYS_C_H");
     pub fn auxstore_restore_batch_cancel(batch: *mut auxstore_restore_batch_t);
     /// Frees the handle; restores still running go on.
     pub fn auxstore_restore_batch_release(batch: *mut auxstore_restore_batch_t);
+}
+
+/// The `c.h` this crate was built against (found by build.rs; the crate's
+/// tests parse it and compare it with [`DECLARED_FUNCTIONS`]).
+pub const C_HEADER_PATH: &str = env!("AUXSTORE_SYS_C_H");
+
+/// The folder libauxstore_c.so was linked from (build.rs; empty when
+/// pkg-config named no `-L` folder).
 pub const LIB_DIR: &str = env!("AUXSTORE_SYS_LIB_DIR");
