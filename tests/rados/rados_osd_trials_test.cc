@@ -29,6 +29,7 @@
 #include "store/rados/rados_manifests.h"
 #include "store/rados/rados_page_store.h"
 #include "store/rados/rados_pool_check.h"
+#include "tests/rados/osd_trials_env.h"
 #include "tests/rados/rados_test_env.h"
 
 namespace auxstore::rados {
@@ -39,35 +40,14 @@ using Clock = std::chrono::steady_clock;
 using testenv::Connect;
 using testenv::PageBytes;
 using testenv::UriFor;
+using trials::Cluster;
+using trials::RunTrials;
+using trials::Since;
+using trials::WaitActiveClean;
 
-int g_trials = 2;
 constexpr size_t kPagesPerSnapshot = 8, kPageBytes = 65536;
 
 std::vector<uint8_t> Bytes(const std::string& s) { return {s.begin(), s.end()}; }
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-std::string Cluster(const std::string& command, const std::string& arg = "") {
-  return testenv::ClusterSh() + " " + command + " " + testenv::ClusterDir() + " " + arg;
-}
-
-// Every OSD up and in and every PG active+clean, seen twice a second apart
-// (the mgr's PG stats lag); false after `bound`.
-bool WaitActiveClean(std::chrono::seconds bound) {
-  const std::string ceph = "ceph -c " + testenv::ConfPath() + " ";
-  const std::string clean = ceph + "osd stat | grep -Eq '^3 osds: 3 up.*3 in' && " + ceph +
-                            "pg stat | grep -Eq '^([0-9]+) pgs: \\1 active\\+clean;'";
-  const auto deadline = Clock::now() + bound;
-  int in_a_row = 0;
-  while (Clock::now() < deadline) {
-    in_a_row = testenv::Shell(clean) == 0 ? in_a_row + 1 : 0;
-    if (in_a_row == 2) return true;
-    std::this_thread::sleep_for(1s);
-  }
-  return false;
-}
-
 // Snapshot `s`'s pages: family 5000 + s.
 std::vector<std::vector<uint8_t>> SnapshotPages(uint64_t s) {
   std::vector<std::vector<uint8_t>> pages;
@@ -169,41 +149,6 @@ struct Reader {
   }
 };
 
-// Waits until the writer acknowledged `n` snapshots in all; false after a minute.
-bool WaitAcked(Writer& w, size_t n) {
-  const auto deadline = Clock::now() + 60s;
-  while (w.Acked() < n) {
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
-
-// The trials, while the writer and the reader run.
-void RunTrials(Writer& writer, Reader& reader) {
-  for (int t = 0; t < g_trials && !testing::Test::HasFailure(); ++t) {
-    const std::string osd = std::to_string(t % 3);
-    ASSERT_TRUE(WaitAcked(writer, writer.Acked() + 3));
-    const auto killed = Clock::now();
-    ASSERT_EQ(testenv::Shell(Cluster("kill-osd", osd)), 0);
-    const size_t at_kill = writer.Acked();
-    ASSERT_TRUE(WaitAcked(writer, at_kill + 3))
-        << "puts did not continue with osd." << osd << " dead";
-    const double continued = Since(killed);
-    const auto restart = Clock::now();
-    ASSERT_EQ(testenv::Shell(Cluster("start-osd", osd)), 0);
-    const double started = Since(restart);
-    ASSERT_TRUE(WaitAcked(writer, writer.Acked() + 3));
-    const auto recovering = Clock::now();
-    ASSERT_TRUE(WaitActiveClean(180s)) << "trial " << t << ": not active+clean after 180 s";
-    std::printf(
-        "MEASURED trial %d: osd.%s killed; 3 more snapshots acknowledged after %.2f s; start-osd "
-        "%.1f s; active+clean %.1f s later; %zu snapshots acknowledged, %zu pages read\n",
-        t, osd.c_str(), continued, started, Since(recovering), writer.Acked(), reader.reads.load());
-    std::fflush(stdout);
-  }
-}
-
 TEST(RadosOsdTrials, OneOsdKilledDuringPutsAndReadsLosesNothing) {
   const std::string ns = testenv::UniqueNamespace();
   auto conn = Connect(UriFor(ns));
@@ -213,7 +158,8 @@ TEST(RadosOsdTrials, OneOsdKilledDuringPutsAndReadsLosesNothing) {
   Reader reader{*conn, writer};
   std::thread w([&] { writer.Run(); });
   std::thread r([&] { reader.Run(); });
-  RunTrials(writer, reader);  // returns early on a failed assertion
+  // Returns early on a failed assertion.
+  RunTrials([&] { return writer.Acked(); }, [&] { return reader.reads.load(); });
   writer.stop = reader.stop = true;
   w.join();
   r.join();
@@ -222,7 +168,7 @@ TEST(RadosOsdTrials, OneOsdKilledDuringPutsAndReadsLosesNothing) {
       "MEASURED %d trials: %zu snapshots of %zu x 64 KiB (paced) acknowledged, %zu failed puts, "
       "slowest "
       "put+commit %.2f s; %zu page reads, %zu wrong, %zu errors\n",
-      g_trials, writer.Acked(), kPagesPerSnapshot, writer.failures.load(), writer.slowest,
+      trials::g_trials, writer.Acked(), kPagesPerSnapshot, writer.failures.load(), writer.slowest,
       reader.reads.load(), reader.wrong.load(), reader.errors.load());
   EXPECT_EQ(writer.failures, 0u);
   EXPECT_EQ(reader.wrong, 0u);
@@ -329,20 +275,6 @@ TEST(RadosOsdTrials, WholeClusterStoppedAndStartedKeepsEverythingAcknowledged) {
 
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
-  if (const char* env = std::getenv("AUXSTORE_OSD_TRIALS")) {
-    auxstore::rados::g_trials = std::atoi(env);
-  }
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--trials=", 9) == 0) {
-      auxstore::rados::g_trials = std::atoi(argv[i] + 9);
-    } else {
-      std::fprintf(stderr, "unknown argument %s (--trials=N, or gtest's)\n", argv[i]);
-      return 2;
-    }
-  }
-  if (auxstore::rados::g_trials < 1) {
-    std::fprintf(stderr, "--trials must be at least 1\n");
-    return 2;
-  }
+  if (!auxstore::rados::trials::ParseTrials(argc, argv)) return 2;
   return RUN_ALL_TESTS();
 }
