@@ -64,11 +64,14 @@ Status TieredStore::RestoreFromPool(NamespaceId ns, std::span<const Prefix> pref
 
 Result<bool> TieredStore::RestoreIfMissing(NamespaceId ns, const Prefix& prefix) {
   const Prefix one[] = {prefix};
-  AUXSTORE_ASSIGN_OR_RETURN(auto local, local_->GetManifests(ns, one));
-  if (local[0]) return false;
+  // NotFound: a namespace this directory has not registered (the pool's
+  // record carries its spec, and the restore registers it).
+  auto local = local_->GetManifests(ns, one);
+  if (local.ok() && (*local)[0]) return false;
+  if (!local.ok() && local.status().code() != StatusCode::kNotFound) return local.status();
   AUXSTORE_RETURN_IF_ERROR(RestoreFromPool(ns, one, 0, Want::kAll));
-  AUXSTORE_ASSIGN_OR_RETURN(local, local_->GetManifests(ns, one));
-  return local[0].has_value();
+  AUXSTORE_ASSIGN_OR_RETURN(auto now, local_->GetManifests(ns, one));
+  return now[0].has_value();
 }
 
 template <typename F>

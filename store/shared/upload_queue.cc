@@ -46,10 +46,12 @@ bool UploadQueue::Drop(NamespaceId ns, const Prefix& prefix) {
   // that follows comes after its commit, never before.
   auto same = [&](const Item& it) { return it.record.ns == ns && it.record.prefix == prefix; };
   cv_.wait(lock, [&] { return !busy_ || !same(items_.front()); });
-  for (size_t i = busy_ ? 1 : 0; i < items_.size(); ++i) {
-    if (same(items_[i])) {
-      bytes_ -= items_[i].size;
-      items_.erase(items_.begin() + static_cast<ptrdiff_t>(i));
+  auto it = items_.begin();
+  if (busy_ && it != items_.end()) ++it;
+  for (; it != items_.end(); ++it) {
+    if (same(*it)) {
+      bytes_ -= it->size;
+      items_.erase(it);
       cv_.notify_all();
       return true;
     }
@@ -97,7 +99,7 @@ void UploadQueue::Run() {
       cv_.wait_until(lock, wake);
       continue;
     }
-    if (next != items_.begin()) std::iter_swap(next, items_.begin());
+    if (next != items_.begin()) items_.splice(items_.begin(), items_, next);
     busy_ = true;
     Item& item = items_.front();
     const uint64_t mark = flush_mark_;
@@ -115,7 +117,7 @@ void UploadQueue::Run() {
       item.failed_mark = mark;
       item.not_before = Clock::now() + item.backoff;
       item.backoff = std::min(item.backoff * 2, kMaxBackoff);
-      if (items_.size() > 1) std::rotate(items_.begin(), items_.begin() + 1, items_.end());
+      items_.splice(items_.end(), items_, items_.begin());  // the others first
     }
     cv_.notify_all();
   }

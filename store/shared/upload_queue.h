@@ -10,7 +10,7 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
+#include <list>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -59,7 +59,7 @@ class UploadQueue {
   const bool shed_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Item> items_;
+  std::list<Item> items_;  // a list: the uploading front stays put while others go
   uint64_t bytes_ = 0;
   bool busy_ = false;  // the thread is uploading items_.front()
   uint64_t flush_mark_ = 0;

@@ -120,10 +120,33 @@ void PrintVerify(Context& c, const VerifyReport& r, const RepairReport* repair) 
   c.out << (r.clean() ? "verify: clean\n" : "verify: CORRUPTION FOUND\n");
 }
 
-int RunVerify(Context& c, const std::string& path, bool repair, bool accept_loss) {
+// verify and compact --shared: the store opened on the pool (Options::shared),
+// whose Verify, Repair and Compact cover the pool after the local store.
+Result<std::unique_ptr<Store>> OpenShared(const std::string& path, const std::string& shared,
+                                          bool accept_loss = false) {
+  Options o;
+  o.shared = shared;
+  o.accept_data_loss = accept_loss;
+  o.background_maintenance = false;
+  return Store::Open(o, path);
+}
+
+int RunVerify(Context& c, const std::string& path, bool repair, bool accept_loss,
+              const std::string& shared) {
   Progress progress("verify");
   VerifyOptions o;
   o.progress = [&](const VerifyProgress& p) { progress.Update(p); };
+  if (!shared.empty()) {
+    auto store = OpenShared(path, shared, accept_loss);
+    if (!store.ok()) return c.Fail(store.status());
+    auto r = (*store)->Verify(o);
+    if (!r.ok()) return c.Fail(r.error());
+    Result<RepairReport> rep = RepairReport{};
+    if (repair) rep = (*store)->Repair(*r);
+    if (!rep.ok()) return c.Fail(rep.error());
+    PrintVerify(c, *r, repair ? &*rep : nullptr);
+    return c.code = r->clean() ? kExitOk : kExitCorruption;
+  }
   if (!repair) {
     auto r = VerifyStoreAt(path, o);
     if (!r.ok()) return c.Fail(r.error());
@@ -138,8 +161,16 @@ int RunVerify(Context& c, const std::string& path, bool repair, bool accept_loss
   return c.code = report.clean() ? kExitOk : kExitCorruption;
 }
 
-int RunCompact(Context& c, const std::string& path, const CompactOptions& o) {
-  auto r = CompactStoreAt(path, o);
+int RunCompact(Context& c, const std::string& path, const CompactOptions& o,
+               const std::string& shared) {
+  Result<CompactReport> r = CompactReport{};
+  if (shared.empty()) {
+    r = CompactStoreAt(path, o);
+  } else {
+    auto store = OpenShared(path, shared);
+    if (!store.ok()) return c.Fail(store.status());
+    r = (*store)->Compact(o);
+  }
   if (!r.ok()) return c.Fail(r.error());
   if (c.json) {
     c.out << json({{"snapshots_before", r->snapshots_before},
@@ -242,8 +273,8 @@ int RunLs(Context& c, const std::string& path, std::optional<NamespaceId> ns) {
 }
 
 int RunInspect(Context& c, const std::string& path, const Prefix& prefix,
-               std::optional<NamespaceId> ns) {
-  auto r = InspectSnapshot(path, prefix, ns);
+               std::optional<NamespaceId> ns, const std::string& shared) {
+  auto r = InspectSnapshot(path, prefix, ns, shared);
   if (!r.ok()) return c.Fail(r.error());
   const Manifest& m = r->manifest;
   if (c.json) {
@@ -334,7 +365,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   Context c{out, err};
   CLI::App app{"auxstore: inspect, check and maintain an auxstore snapshot store", "auxstore"};
   app.require_subcommand(1);
-  std::string path, prefix_hex, ns_hex, dir;
+  std::string path, prefix_hex, ns_hex, dir, shared;
   bool repair = false, accept_loss = false;
   CompactOptions co;
   std::vector<std::string> keep_ns, drop_ns;
@@ -344,6 +375,11 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   auto common = [&](CLI::App* sub) {
     sub->add_option("PATH", path, "store directory")->required();
     sub->add_flag("--json", c.json, "print the report as JSON");
+  };
+  // --shared URI: the store on a RADOS pool too (docs/shared-tier.md).
+  auto with_shared = [&](CLI::App* sub, const char* what) {
+    sub->add_option("--shared", shared,
+                    std::string("rados://POOL?conf=PATH&namespace=NS: ") + what);
   };
   auto parse_prefix = [&]() -> Result<Prefix> { return Prefix::FromHex(prefix_hex); };
   auto parse_ns = [&]() -> Result<std::optional<NamespaceId>> {
@@ -361,7 +397,8 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
                    "quarantine the corrupt snapshots found (manifest removed, records deleted)");
   verify->add_flag("--accept-data-loss", accept_loss,
                    "with --repair: accept commits lost to a truncated WAL/MANIFEST");
-  verify->callback([&] { run = [&] { return RunVerify(c, path, repair, accept_loss); }; });
+  with_shared(verify, "verify (and --repair) the pool too, after the local store");
+  verify->callback([&] { run = [&] { return RunVerify(c, path, repair, accept_loss, shared); }; });
 
   auto* compact = app.add_subcommand(
       "compact",
@@ -373,6 +410,8 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
                       "evict least-recently-used snapshots down to this payload size");
   compact->add_option("--keep-ns", keep_ns, "keep only these namespaces (hex ids)");
   compact->add_option("--drop-ns", drop_ns, "remove these namespaces' snapshots (hex ids)");
+  with_shared(compact,
+              "also drop the pool's expired leases and reclaim its unnamed pages older than 60 s");
   compact->callback([&] {
     run = [&] {
       for (auto* list : {&keep_ns, &drop_ns}) {
@@ -382,7 +421,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
           (list == &keep_ns ? co.keep_ns : co.drop_ns).push_back(*id);
         }
       }
-      return RunCompact(c, path, co);
+      return RunCompact(c, path, co, shared);
     };
   });
 
@@ -408,12 +447,15 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   common(inspect);
   inspect->add_option("PREFIX", prefix_hex, "prefix, 32 hex digits")->required();
   inspect->add_option("--ns", ns_hex, "namespace (hex id); found by scanning when omitted");
+  with_shared(inspect,
+              "restore the snapshot from the pool when the directory lacks it (needs --ns; opens "
+              "the directory read-write)");
   inspect->callback([&] {
     run = [&] {
       auto p = parse_prefix();
       if (!p.ok()) return c.Fail(p.error());
       auto ns = parse_ns();
-      return ns.ok() ? RunInspect(c, path, *p, *ns) : c.Fail(ns.error());
+      return ns.ok() ? RunInspect(c, path, *p, *ns, shared) : c.Fail(ns.error());
     };
   });
 
@@ -422,13 +464,16 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   exp->add_option("PREFIX", prefix_hex, "prefix, 32 hex digits")->required();
   exp->add_option("DIR", dir, "new (or empty) directory")->required();
   exp->add_option("--ns", ns_hex, "namespace (hex id), needed when the prefix is in several");
+  with_shared(exp,
+              "restore the snapshot from the pool when the directory lacks it (needs --ns; opens "
+              "the directory read-write)");
   exp->callback([&] {
     run = [&] {
       auto p = parse_prefix();
       if (!p.ok()) return c.Fail(p.error());
       auto ns = parse_ns();
       if (!ns.ok()) return c.Fail(ns.error());
-      auto r = ExportSnapshot(path, *p, *ns, dir);
+      auto r = ExportSnapshot(path, *p, *ns, dir, shared);
       if (!r.ok()) return c.Fail(r.error());
       if (c.json) {
         c.out << json({{"namespace", Hex64(r->ns)},
@@ -449,9 +494,10 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   common(imp);
   imp->add_option("DIR", dir, "directory written by export")->required();
   imp->add_option("--max-layer-bytes", max_layer_bytes, "largest opaque layer accepted");
+  with_shared(imp, "put the snapshot in the pool too (returns once the pool has it)");
   imp->callback([&] {
     run = [&] {
-      auto r = ImportSnapshot(path, dir, max_layer_bytes);
+      auto r = ImportSnapshot(path, dir, max_layer_bytes, shared);
       if (!r.ok()) return c.Fail(r.error());
       if (c.json) {
         c.out << json({{"namespace", Hex64(r->ns)},

@@ -102,10 +102,9 @@ Status PrepareExportDir(const std::string& dir) {
 }  // namespace
 
 Result<ExportReport> ExportSnapshot(const std::string& store_path, const Prefix& prefix,
-                                    std::optional<NamespaceId> ns, const std::string& dir) {
-  Options o;
-  o.read_only = true;
-  AUXSTORE_ASSIGN_OR_RETURN(auto store, Store::Open(o, store_path));
+                                    std::optional<NamespaceId> ns, const std::string& dir,
+                                    const std::string& shared) {
+  AUXSTORE_ASSIGN_OR_RETURN(auto store, OpenForReading(store_path, shared));
   AUXSTORE_ASSIGN_OR_RETURN(SnapshotDetail snap, FindSnapshot(*store, prefix, ns));
   AUXSTORE_RETURN_IF_ERROR(PrepareExportDir(dir));
   Fd dirfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -164,10 +163,11 @@ Result<LoadedImport> LoadImportDir(const std::string& dir, uint64_t max_layer_by
 }
 
 Result<ImportReport> ImportSnapshot(const std::string& store_path, const std::string& dir,
-                                    uint64_t max_layer_bytes) {
+                                    uint64_t max_layer_bytes, const std::string& shared) {
   AUXSTORE_ASSIGN_OR_RETURN(LoadedImport in, LoadImportDir(dir, max_layer_bytes));
   Options o;
   o.background_maintenance = false;
+  o.shared = shared;
   AUXSTORE_ASSIGN_OR_RETURN(auto store, Store::Open(o, store_path));
   ImportReport r{in.plan.ns, in.plan.prefix, in.plan.layers.size(), 0, false};
   if (store->GetManifest(in.plan.ns, in.plan.prefix).ok()) {

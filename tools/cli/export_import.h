@@ -20,8 +20,10 @@ struct ExportReport {
 // Read-only open (works beside a live writer). `dir` is created (0700) and
 // must not exist or be empty; files are created exclusively, manifest.json
 // last. `ns`: required only when the prefix is in several namespaces.
+// `shared` (a rados:// URI, "" = none): as InspectSnapshot's.
 Result<ExportReport> ExportSnapshot(const std::string& store_path, const Prefix& prefix,
-                                    std::optional<NamespaceId> ns, const std::string& dir);
+                                    std::optional<NamespaceId> ns, const std::string& dir,
+                                    const std::string& shared = {});
 
 // Reads and checks an export directory without touching any store: the
 // manifest (at most 1 MiB), then each file it names, opened inside `dir`
@@ -44,7 +46,10 @@ struct ImportReport {
 
 // LoadImportDir, then (only if all of it is valid) RegisterNamespace and
 // PutSnapshot — atomic like any put. Takes the writer's lock.
+// `shared` (a rados:// URI, "" = none): the put goes to that pool too
+// (SharedWrite::kThrough: it is there when this returns).
 Result<ImportReport> ImportSnapshot(const std::string& store_path, const std::string& dir,
-                                    uint64_t max_layer_bytes = kDefaultMaxLayerBytes);
+                                    uint64_t max_layer_bytes = kDefaultMaxLayerBytes,
+                                    const std::string& shared = {});
 
 }  // namespace auxstore::cli

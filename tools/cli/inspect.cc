@@ -6,15 +6,15 @@
 #include <thread>
 
 namespace auxstore::cli {
-namespace {
 
-Result<std::unique_ptr<Store>> OpenReadOnly(const std::string& path) {
+Result<std::unique_ptr<Store>> OpenForReading(const std::string& path, const std::string& shared) {
   Options o;
-  o.read_only = true;
+  // A shared tier restores into the local directory: read-write then.
+  o.read_only = shared.empty();
+  o.shared = shared;
+  o.background_maintenance = shared.empty();
   return Store::Open(o, path);
 }
-
-}  // namespace
 
 uint64_t SharedBytes(const Manifest& m, const LayerEntry& l) {
   const uint64_t page_bytes = uint64_t{m.page_tokens} *
@@ -57,7 +57,7 @@ Result<NamespaceId> ParseNamespaceHex(std::string_view text) {
 }
 
 Result<StoreSummary> SummarizeStore(const std::string& path) {
-  AUXSTORE_ASSIGN_OR_RETURN(auto store, OpenReadOnly(path));
+  AUXSTORE_ASSIGN_OR_RETURN(auto store, OpenForReading(path, {}));
   StoreSummary s;
   AUXSTORE_ASSIGN_OR_RETURN(auto namespaces, store->ListNamespaces());
   for (auto& [id, spec] : namespaces) s.namespaces[id].spec = spec;
@@ -88,7 +88,7 @@ Result<StoreSummary> SummarizeStore(const std::string& path) {
 
 Result<std::vector<SnapshotInfo>> ListSnapshots(const std::string& path,
                                                 std::optional<NamespaceId> ns) {
-  AUXSTORE_ASSIGN_OR_RETURN(auto store, OpenReadOnly(path));
+  AUXSTORE_ASSIGN_OR_RETURN(auto store, OpenForReading(path, {}));
   std::vector<SnapshotInfo> out;
   AUXSTORE_RETURN_IF_ERROR(store->List(ns, [&](const SnapshotInfo& i) {
     out.push_back(i);
@@ -130,8 +130,8 @@ Result<SnapshotDetail> FindSnapshot(Store& store, const Prefix& prefix,
 }
 
 Result<SnapshotDetail> InspectSnapshot(const std::string& path, const Prefix& prefix,
-                                       std::optional<NamespaceId> ns) {
-  AUXSTORE_ASSIGN_OR_RETURN(auto store, OpenReadOnly(path));
+                                       std::optional<NamespaceId> ns, const std::string& shared) {
+  AUXSTORE_ASSIGN_OR_RETURN(auto store, OpenForReading(path, shared));
   return FindSnapshot(*store, prefix, ns);
 }
 

@@ -39,8 +39,15 @@ struct SnapshotDetail {
 // (InvalidArgument when several do: pass the namespace).
 Result<SnapshotDetail> FindSnapshot(Store& store, const Prefix& prefix,
                                     std::optional<NamespaceId> ns);
+// `shared` (a rados:// URI, "" = none): a snapshot the local directory
+// lacks is restored from that pool (with `ns` given), so the directory is
+// opened read-write, not beside a live writer.
 Result<SnapshotDetail> InspectSnapshot(const std::string& path, const Prefix& prefix,
-                                       std::optional<NamespaceId> ns);
+                                       std::optional<NamespaceId> ns,
+                                       const std::string& shared = {});
+// The store at `path` for reading: read-only, or with `shared` (a rados://
+// URI) read-write on that pool.
+Result<std::unique_ptr<Store>> OpenForReading(const std::string& path, const std::string& shared);
 
 // Bytes of a snapshot (or of one of its layers) held in pages an earlier
 // put stored: what it shares rather than stores.
