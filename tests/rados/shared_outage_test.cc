@@ -81,8 +81,8 @@ TEST(SharedStoreOutage, CallsReturnUnavailableLocalReadsGoOnQueuedUploadsLandAft
             StatusCode::kUnavailable);
   // kBehind: accepted locally, the upload waits; Flush reports it.
   EXPECT_TRUE(Timed("OSDs dead: kBehind put", [&] { return conv.Put(**q, *ns, 192); }).ok());
-  EXPECT_EQ(Timed("OSDs dead: kBehind flush", [&] { return (*q)->Flush(); }).code(),
-            StatusCode::kUnavailable);
+  const Status flush_dead = Timed("OSDs dead: kBehind flush", [&] { return (*q)->Flush(); });
+  EXPECT_EQ(flush_dead.code(), StatusCode::kUnavailable) << flush_dead.ToString();
   EXPECT_EQ((*q)->Stats().shared_queued, 1u);
   EXPECT_GE((*q)->Stats().shared_upload_failures, 1u);
 
