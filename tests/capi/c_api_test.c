@@ -126,6 +126,14 @@ static void test_options(void) {
             "read_only is 2, must be 0 or 1");
   CHECK_ERR(auxstore_options_set_create_if_missing(o, -1, &err), AUXSTORE_INVALID_ARGUMENT,
             "create_if_missing is -1");
+  CHECK_ERR(auxstore_options_set_shared(o, "rados://p?conf=/c", 2, 1 << 20, 0, &err),
+            AUXSTORE_INVALID_ARGUMENT, "write_mode 2 is neither");
+  CHECK_ERR(auxstore_options_set_shared(o, "rados://p?conf=/c", AUXSTORE_SHARED_BEHIND, 0, 0, &err),
+            AUXSTORE_INVALID_ARGUMENT, "queue_bytes is 0");
+  CHECK_ERR(
+      auxstore_options_set_shared(o, "rados://p?conf=/c", AUXSTORE_SHARED_THROUGH, 1, 2, &err),
+      AUXSTORE_INVALID_ARGUMENT, "shed_when_full is 2");
+  CHECK_OK(auxstore_options_set_shared(o, NULL, AUXSTORE_SHARED_THROUGH, 1, 0, &err)); /* none */
   CHECK_ERR(auxstore_options_set_ttl_seconds(NULL, 1, &err), AUXSTORE_INVALID_ARGUMENT,
             "options is NULL");
   CHECK_ERR(auxstore_options_set_capacity_bytes(NULL, 1, &err), AUXSTORE_INVALID_ARGUMENT,

@@ -302,3 +302,13 @@ def test_gil_released_during_io(store, ns):
         t.join()
     assert best >= 10, best
     assert np.array_equal(out, data)
+
+
+def test_shared_tier_uri_is_checked_before_the_directory_is_touched(tmp_path):
+    path = tmp_path / "store"
+    with pytest.raises(auxstore.InvalidArgumentError, match="conf=PATH"):
+        auxstore.Store(str(path), shared="rados://auxstore")
+    assert not path.exists()
+    with pytest.raises(ValueError, match="shared_write 'sideways'"):
+        auxstore.Store(str(path), shared="rados://auxstore?conf=/x", shared_write="sideways")
+    assert not path.exists()
