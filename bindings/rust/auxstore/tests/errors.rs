@@ -154,3 +154,21 @@ fn not_found_out_of_range_busy_unavailable_corruption() {
     assert!(matches!(e, Error::NotFound(_)), "{e:?}");
     assert!(e.message().starts_with("auxstore_open: "), "{e}");
 }
+
+/// The shared tier's option: refusals name what was wrong, and a URI the
+/// open refuses leaves the directory untouched.
+#[test]
+fn shared_tier_option_refusals() {
+    let dir = TempDir::new("shared-option");
+    let mut o = Options::new();
+    let e = o.shared("rados://p?conf=/c", SharedWrite::Behind, 0, false).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    assert!(e.message().contains("queue_bytes is 0"), "{e}");
+    let e = o.shared("rados://p\0", SharedWrite::Through, 1, false).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    o.shared("rados://auxstore", SharedWrite::Through, 1 << 20, false).unwrap();
+    let e = Store::open(dir.join("store"), &o).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    assert!(e.message().contains("conf=PATH"), "{e}");
+    assert!(!dir.join("store").exists());
+}
