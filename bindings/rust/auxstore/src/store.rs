@@ -140,7 +140,13 @@ impl Options {
     /// its upload queued (at most `queue_bytes` > 0 of snapshots; when full a
     /// put waits, or with `shed_when_full` is not queued and is counted).
     /// The URI is checked by [`Store::open`].
-    pub fn shared(&mut self, uri: &str, write: SharedWrite, queue_bytes: u64, shed_when_full: bool) -> Result<&mut Self> {
+    pub fn shared(
+        &mut self,
+        uri: &str,
+        write: SharedWrite,
+        queue_bytes: u64,
+        shed_when_full: bool,
+    ) -> Result<&mut Self> {
         let uri = cstring("shared uri", uri)?;
         let mode = match write {
             SharedWrite::Through => sys::AUXSTORE_SHARED_THROUGH,
@@ -148,7 +154,14 @@ impl Options {
         };
         // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe {
-            sys::auxstore_options_set_shared(self.raw.as_ptr(), uri.as_ptr(), mode, queue_bytes, shed_when_full as c_int, e)
+            sys::auxstore_options_set_shared(
+                self.raw.as_ptr(),
+                uri.as_ptr(),
+                mode,
+                queue_bytes,
+                shed_when_full as c_int,
+                e,
+            )
         })?;
         Ok(self)
     }
