@@ -4,7 +4,9 @@
 // one cold from the pool (LongestPrefix, then every layer read back exact);
 // one OSD is killed and restarted per trial (osd_trials_env.h). Nothing
 // acknowledged is lost: at the end store C, with an empty directory,
-// restores every acknowledged snapshot byte-exact.
+// restores every acknowledged snapshot byte-exact. A cold restore may get
+// Unavailable when one op outlasts the op timeout while PGs peer (seen once
+// in 839, as an OSD rejoined): it is printed and retried, never wrong.
 //
 //   shared_store_osd_trials_test [--trials=N] [gtest flags]   (2 by default)
 #include <stdlib.h>
@@ -100,6 +102,9 @@ TEST(SharedStoreOsdTrials, OneOsdKilledDuringStorePutsAndColdRestoresLosesNothin
   std::mutex mu;
   std::vector<uint64_t> acked;
   std::atomic<size_t> put_failures{0}, restores{0}, restore_failures{0};
+  // Restores that got Unavailable (an op past the op timeout while PGs
+  // peered): not a loss, retried after the trials; counted and printed.
+  std::vector<uint64_t> unavailable;
   std::atomic<bool> stop{false};
   std::thread writer([&] {
     for (uint64_t s = 0; !stop; ++s) {
@@ -140,7 +145,12 @@ TEST(SharedStoreOsdTrials, OneOsdKilledDuringStorePutsAndColdRestoresLosesNothin
       }
       Status st = RestoreExact(*b, *ns_b, s);
       ++restores;
-      if (!st.ok()) {
+      if (st.code() == StatusCode::kUnavailable) {
+        std::printf("MEASURED cold restore of snapshot %llu: %s\n",
+                    static_cast<unsigned long long>(s), st.ToString().c_str());
+        std::lock_guard<std::mutex> lock(mu);
+        unavailable.push_back(s);
+      } else if (!st.ok()) {
         ++restore_failures;
         ADD_FAILURE() << "cold restore of acknowledged snapshot " << s << ": " << st.ToString();
       }
@@ -156,11 +166,15 @@ TEST(SharedStoreOsdTrials, OneOsdKilledDuringStorePutsAndColdRestoresLosesNothin
   reader.join();
   std::printf(
       "MEASURED store level, %d trials: %zu snapshots of %zu x 128 KiB acknowledged, %zu failed "
-      "puts; %zu cold restores, %zu failed\n",
+      "puts; %zu cold restores, %zu failed, %zu Unavailable\n",
       trials::g_trials, acked.size(), kLayers, put_failures.load(), restores.load(),
-      restore_failures.load());
+      restore_failures.load(), unavailable.size());
   EXPECT_EQ(put_failures, 0u);
   EXPECT_EQ(restore_failures, 0u);
+  for (uint64_t s : unavailable) {
+    Status st = RestoreExact(*b, *ns_b, s);
+    EXPECT_TRUE(st.ok()) << "snapshot " << s << " again: " << st.ToString();
+  }
 
   // A third store, its directory empty: every acknowledged snapshot, exact.
   auto c = OpenShared(dirs.root + "/c", uri);
