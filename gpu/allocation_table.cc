@@ -28,9 +28,12 @@ Status AllocationTable::Check(DevicePtr ptr, uint64_t offset, uint64_t bytes) co
   }
   --it;
   const uint64_t rel = ptr - it->first;
+  // Past the end of the allocation below it: in none (whether another one
+  // lies below depends on where the allocator put things).
+  if (rel >= it->second) return Status::InvalidArgument("device pointer is not in any allocation");
   uint64_t end = 0;
-  if (rel >= it->second || __builtin_add_overflow(rel, offset, &end) ||
-      __builtin_add_overflow(end, bytes, &end) || end > it->second) {
+  if (__builtin_add_overflow(rel, offset, &end) || __builtin_add_overflow(end, bytes, &end) ||
+      end > it->second) {
     return Status::OutOfRange("device range [+" + std::to_string(rel + offset) + ", +" +
                               std::to_string(rel + offset + bytes) + ") exceeds its " +
                               std::to_string(it->second) + "-byte allocation");

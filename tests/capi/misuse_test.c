@@ -621,6 +621,10 @@ static void borrow_checks_the_allocation(void* dir) {
          "exceeds its 4096-byte allocation");
   EXPECT(auxstore_opaque_state_borrow(be, plain, 4096, 0, &s, &g_err), AUXSTORE_INVALID_ARGUMENT,
          "not in any allocation");
+  /* Just past the end of the only allocation: in none (the plain pointer
+   * above lands there or not, as the allocator places it). */
+  EXPECT(auxstore_opaque_state_borrow(be, small + 4096, 16, 0, &s, &g_err),
+         AUXSTORE_INVALID_ARGUMENT, "not in any allocation");
   EXPECT(auxstore_opaque_state_borrow(be, small, UINT64_MAX, 0, &s, &g_err),
          AUXSTORE_INVALID_ARGUMENT, "buffer");
   EXPECT_TRUE(s == NULL);
