@@ -696,8 +696,7 @@ int auxstore_restore_batch_snapshot_done(const auxstore_restore_batch_t* batch, 
 int auxstore_restore_batch_layer_done(const auxstore_restore_batch_t* batch, size_t i,
                                       uint32_t layer);
 /* Waits for snapshot i: its result (the message names snapshots[i]). */
-int auxstore_restore_batch_wait_snapshot(auxstore_restore_batch_t* batch, size_t i,
-                                         char** errmsg);
+int auxstore_restore_batch_wait_snapshot(auxstore_restore_batch_t* batch, size_t i, char** errmsg);
 /* Waits for `layer` of snapshot i (vLLM's wait_for_layer_load): OK once it
  * is on the device, or the snapshot's error if it failed before. */
 int auxstore_restore_batch_wait_layer(auxstore_restore_batch_t* batch, size_t i, uint32_t layer,
