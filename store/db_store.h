@@ -124,6 +124,10 @@ class DbStore final : public Store {
   // last valid record (capped_env_) and this returns true; otherwise false,
   // with what the scan found in `finding`.
   bool SkipBrokenManifestTail(std::string& finding);
+  // When CURRENT names a MANIFEST a power cut dropped (DirCheck's
+  // missing_manifest), every open of this handle reads CURRENT as naming the
+  // MANIFEST before it (current_env_, current_override_fs.h).
+  void ReadThroughOlderManifest(const DirCheck& dir);
   // The format version a store with only `families` records, read on a
   // read-only handle of those; nullopt when it has none (or cannot say).
   Result<std::optional<uint64_t>> PeekFormatVersion(const std::vector<std::string>& families);
@@ -314,7 +318,8 @@ class DbStore final : public Store {
   WriterLock lock_;                // a writer's, held until after db_ is closed
   bool had_store_marker_ = false;  // AUXSTORE-LOCK or the watermark before this open
   RocksSetup setup_;
-  std::unique_ptr<rocksdb::Env> capped_env_;  // SkipBrokenManifestTail's; outlives db_
+  std::unique_ptr<rocksdb::Env> capped_env_;   // SkipBrokenManifestTail's; outlives db_
+  std::unique_ptr<rocksdb::Env> current_env_;  // ReadThroughOlderManifest's; outlives db_
   std::unique_ptr<rocksdb::DB> db_;
   bool db_read_only_ = false;  // db_ came from OpenForReadOnly
   std::vector<rocksdb::ColumnFamilyHandle*> cf_;

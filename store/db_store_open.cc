@@ -16,6 +16,7 @@
 #include "store/meta_keys.h"
 #include "store/open_on_file_system.h"
 #include "store/rocks/capped_manifest_fs.h"
+#include "store/rocks/current_override_fs.h"
 #include "store/rocks/deferred_delete_fs.h"
 #include "store/rocks/held_files_fs.h"
 #include "store/shared_open.h"
@@ -157,6 +158,7 @@ Status DbStore::OpenDb() {
   AUXSTORE_ASSIGN_OR_RETURN(DirCheck dir, InspectStoreDir(path_));
   if (options_.read_only) {
     if (dir.state != DirState::kStore) return RefusalFor(path_, dir);
+    ReadThroughOlderManifest(dir);
     had_store_marker_ = HasStoreMarker(path_);
     // Before anything makes RocksDB open a table file (table_precheck.h).
     AUXSTORE_RETURN_IF_ERROR(CheckTablePropertiesBlocks(path_));
@@ -178,6 +180,7 @@ Status DbStore::OpenDb() {
   AUXSTORE_ASSIGN_OR_RETURN(dir, InspectStoreDir(path_));
   if (dir.state == DirState::kEmpty) return CreateDb(created_dir);
   if (dir.state != DirState::kStore) return RefusalFor(path_, dir);
+  ReadThroughOlderManifest(dir);
   // Before anything makes RocksDB open a table file (table_precheck.h).
   AUXSTORE_RETURN_IF_ERROR(CheckTablePropertiesBlocks(path_));
   AUXSTORE_ASSIGN_OR_RETURN(Families families, CheckFamilies());
@@ -261,6 +264,19 @@ bool DbStore::SkipBrokenManifestTail(std::string& finding) {
                            "): an unsynced tail a power cut left damaged; the watermark check "
                            "decides whether anything durable is missing");
   return true;
+}
+
+void DbStore::ReadThroughOlderManifest(const DirCheck& dir) {
+  if (dir.missing_manifest.empty() || current_env_) return;
+  current_env_ = rocksdb::NewCompositeEnv(
+      NewCurrentOverrideFileSystem(setup_.env->GetFileSystem(), path_, dir.manifest));
+  setup_.db.env = current_env_.get();
+  Log(LogLevel::kWarn, "CURRENT names " + dir.missing_manifest +
+                           ", which is missing (a power cut kept CURRENT's rename and dropped "
+                           "the new MANIFEST's directory entry): reading " +
+                           dir.manifest +
+                           ", the one before it; the watermark check decides whether anything "
+                           "durable is missing");
 }
 
 Status DbStore::OpenRocks(bool read_only, bool create) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -100,6 +101,32 @@ DirCheck CheckCurrent(const std::string& path, const std::vector<Entry>& entries
     return c;
   }
   c.problem = "its RocksDB CURRENT file names " + name + ", which is missing";
+  // The newest older MANIFEST, when there is one: RocksDB deletes the one
+  // before only after CURRENT names the new one durably.
+  auto number = [](const std::string& manifest, uint64_t* n) {
+    const char* first = manifest.data() + 9;
+    const char* last = manifest.data() + manifest.size();
+    auto [end, ec] = std::from_chars(first, last, *n);
+    return ec == std::errc() && end == last && first != last;
+  };
+  uint64_t missing = 0, best = 0;
+  if (!number(name, &missing)) return c;
+  for (const Entry& e : entries) {
+    uint64_t n = 0;
+    if (!e.name.starts_with("MANIFEST-") || !number(e.name, &n) || !S_ISREG(e.st.st_mode) ||
+        e.st.st_size == 0) {
+      continue;
+    }
+    if (n < missing && n >= best) {
+      best = n;
+      c.manifest = e.name;
+    }
+  }
+  if (!c.manifest.empty()) {
+    c.state = DirState::kStore;
+    c.missing_manifest = name;
+    c.problem.clear();
+  }
   return c;
 }
 

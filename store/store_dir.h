@@ -28,7 +28,13 @@ enum class DirState {
 struct DirCheck {
   DirState state = DirState::kAbsent;
   std::string problem;   // kForeign / kDamaged: what was found, for the message
-  std::string manifest;  // kStore: the MANIFEST CURRENT names
+  std::string manifest;  // kStore: the MANIFEST CURRENT names (or, below, the one read instead)
+  // kStore: CURRENT names this MANIFEST, which is missing, and `manifest` is
+  // the newest older one there is. A power cut can keep CURRENT's rename
+  // and drop the new MANIFEST's directory entry (RocksDB makes no directory
+  // fsync between the two): the open reads through `manifest`, as CURRENT
+  // named it before (current_override_fs.h), and the watermark decides.
+  std::string missing_manifest;
 };
 
 // Looks at `path` and changes nothing. InvalidArgument when the path is not

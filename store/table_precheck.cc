@@ -48,11 +48,10 @@ std::vector<std::string> LiveTableFileNames(const std::string& dir) {
   // Only the table files the MANIFEST names: RocksDB never opens the others
   // (a flush or compaction output a crash cut short, which it deletes), and
   // a power cut may leave those with any bytes in them.
-  std::string current = ReadCurrent(dir);  // "MANIFEST-000005\n"
-  while (!current.empty() && (current.back() == '\n' || current.back() == '\r')) current.pop_back();
-  if (current.empty() || current.find('/') != std::string::npos) return {};
-  const std::string manifest = dir + "/" + current;
-  if (::access(manifest.c_str(), F_OK) != 0) return {};
+  // The one CURRENT names, or the one an open reads instead (store_dir.h).
+  Result<DirCheck> check = InspectStoreDir(dir);
+  if (!check.ok() || check->state != DirState::kStore) return {};
+  const std::string manifest = dir + "/" + check->manifest;
   std::unique_ptr<rocksdb::FileChecksumList> live(rocksdb::NewFileChecksumList());
   // The size "unknown" (max): with the real size, 7.8.3 asserts (live, so an
   // abort) that the last record ends at it, which a damaged MANIFEST breaks.

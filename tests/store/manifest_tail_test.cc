@@ -1,6 +1,9 @@
 // A MANIFEST whose unsynced tail a power cut kept with garbage in it
 // (manifest_tail.h, rocks/capped_manifest_fs.h): only the tail is skipped,
 // damage in the middle is refused, every acknowledged snapshot stays exact.
+// And a CURRENT naming a MANIFEST whose directory entry a power cut dropped
+// (store_dir.h, rocks/current_override_fs.h): the store opens through the
+// MANIFEST before it.
 #include "store/manifest_tail.h"
 
 #include <rocksdb/db.h>
@@ -241,6 +244,55 @@ TEST_F(ManifestTailTest, AStoreWithAGarbledManifestMiddleIsRefusedAndNothingChan
   }
   EXPECT_EQ(Listing(path()), before);
   EXPECT_EQ(ReadAll(manifest_), garbled);
+}
+
+// The power cut of finding 10 (docs/durability.md): RocksDB created a new
+// MANIFEST, renamed CURRENT to name it and was cut before its directory
+// fsync; the cut kept the rename and dropped the MANIFEST's entry.
+TEST_F(ManifestTailTest, CurrentNamingAManifestACutDroppedOpensThroughTheOneBefore) {
+  PutAndClose();
+  const std::string name = Trimmed(si::ReadCurrent(path()));
+  const uint64_t number = std::stoull(name.substr(9));
+  char lost[32];
+  std::snprintf(lost, sizeof lost, "MANIFEST-%06llu\n", (unsigned long long)number + 3);
+  WriteAll(path() + "/CURRENT", lost);
+  {  // a reader first: it opens, reads every snapshot, and changes nothing
+    Options ro = options_;
+    ro.read_only = true;
+    auto reader = Store::Open(ro, path());
+    ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+    for (uint64_t i = 0; i < blobs_.size(); ++i) {
+      auto layer = (*reader)->GetLayer(ns_, PrefixFromSeed(i), 0);
+      ASSERT_TRUE(layer.ok()) << i << ": " << layer.status().ToString();
+      EXPECT_EQ(*layer, blobs_[i]) << i;
+    }
+  }
+  EXPECT_EQ(ReadAll(path() + "/CURRENT"), lost);
+  Open();  // the writer: RocksDB writes a new MANIFEST and CURRENT names it
+  ExpectEverySnapshotExact();
+  blobs_.push_back(PutOpaque(PrefixFromSeed(5), 4000, 5));
+  Close();
+  const std::string healed = Trimmed(si::ReadCurrent(path()));
+  EXPECT_NE(healed + "\n", lost);
+  EXPECT_TRUE(std::filesystem::exists(path() + "/" + healed)) << healed;
+  Open();
+  ExpectEverySnapshotExact();
+}
+
+TEST_F(ManifestTailTest, CurrentNamingAMissingManifestWithNoOlderOneIsRefusedAndNothingChanges) {
+  PutAndClose();
+  WriteAll(path() + "/CURRENT", "MANIFEST-000001\n");  // older than every MANIFEST there
+  const auto before = Listing(path());
+  for (bool read_only : {true, false}) {
+    Options o = options_;
+    o.read_only = read_only;
+    auto s = Store::Open(o, path());
+    ASSERT_FALSE(s.ok());
+    EXPECT_TRUE(s.status().IsCorruption()) << s.status().ToString();
+    EXPECT_NE(s.status().message().find("MANIFEST-000001, which is missing"), std::string::npos)
+        << s.status().ToString();
+  }
+  EXPECT_EQ(Listing(path()), before);
 }
 
 }  // namespace
