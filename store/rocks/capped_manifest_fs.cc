@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <system_error>
+
+#include "store/rocks/canonical_path.h"
 
 namespace auxstore::store_internal {
 namespace {
@@ -13,14 +14,6 @@ using rocksdb::IODebugContext;
 using rocksdb::IOOptions;
 using rocksdb::IOStatus;
 using rocksdb::Slice;
-
-// The same file whatever the spelling of its directory (relative, "//", a
-// trailing slash): RocksDB joins the path it was given with the file name.
-std::string Canonical(const std::string& path) {
-  std::error_code ec;
-  auto p = std::filesystem::weakly_canonical(std::filesystem::path(path), ec);
-  return ec ? path : p.string();
-}
 
 class CappedSequentialFile : public rocksdb::FSSequentialFileOwnerWrapper {
  public:
@@ -66,7 +59,7 @@ class CappedManifestFileSystem : public rocksdb::FileSystemWrapper {
   CappedManifestFileSystem(std::shared_ptr<rocksdb::FileSystem> base, std::string manifest,
                            uint64_t visible)
       : FileSystemWrapper(std::move(base)),
-        manifest_(Canonical(manifest)),
+        manifest_(CanonicalPath(manifest)),
         name_(std::filesystem::path(manifest).filename().string()),
         visible_(visible) {}
 
@@ -88,7 +81,7 @@ class CappedManifestFileSystem : public rocksdb::FileSystemWrapper {
 
  private:
   bool IsCapped(const std::string& f) const {
-    return std::filesystem::path(f).filename() == name_ && Canonical(f) == manifest_;
+    return std::filesystem::path(f).filename() == name_ && CanonicalPath(f) == manifest_;
   }
 
   const std::string manifest_;

@@ -4,7 +4,8 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
-#include <system_error>
+
+#include "store/rocks/canonical_path.h"
 
 namespace auxstore::store_internal {
 namespace {
@@ -15,13 +16,6 @@ using rocksdb::IODebugContext;
 using rocksdb::IOOptions;
 using rocksdb::IOStatus;
 using rocksdb::Slice;
-
-// The same file whatever the spelling of its directory.
-std::string Canonical(const std::string& path) {
-  std::error_code ec;
-  auto p = std::filesystem::weakly_canonical(std::filesystem::path(path), ec);
-  return ec ? path : p.string();
-}
 
 // A file's content from memory.
 class StringSequentialFile : public FSSequentialFile {
@@ -50,7 +44,7 @@ class CurrentOverrideFileSystem : public rocksdb::FileSystemWrapper {
   CurrentOverrideFileSystem(std::shared_ptr<rocksdb::FileSystem> base, const std::string& dir,
                             const std::string& manifest)
       : FileSystemWrapper(std::move(base)),
-        current_(Canonical(dir + "/CURRENT")),
+        current_(CanonicalPath(dir + "/CURRENT")),
         content_(manifest + "\n") {}
 
   const char* Name() const override { return "auxstore.CurrentOverrideFileSystem"; }
@@ -73,12 +67,12 @@ class CurrentOverrideFileSystem : public rocksdb::FileSystemWrapper {
   IOStatus RenameFile(const std::string& from, const std::string& to, const IOOptions& o,
                       IODebugContext* d) override {
     IOStatus s = target()->RenameFile(from, to, o, d);
-    if (s.ok() && Canonical(to) == current_) overriding_ = false;
+    if (s.ok() && CanonicalPath(to) == current_) overriding_ = false;
     return s;
   }
 
  private:
-  bool Overrides(const std::string& f) const { return overriding_ && Canonical(f) == current_; }
+  bool Overrides(const std::string& f) const { return overriding_ && CanonicalPath(f) == current_; }
 
   const std::string current_;  // CURRENT's path
   const std::string content_;  // what it reads as until replaced
