@@ -13,6 +13,7 @@
 #include <atomic>
 #include <boost/asio/post.hpp>
 #include <condition_variable>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <span>
@@ -24,6 +25,7 @@
 #include "capi/c_convert.h"
 #include "capi/c_errors.h"
 #include "capi/c_handles.h"
+#include "capi/c_put_options.h"
 
 using auxstore::Prefix;
 using auxstore::Result;
@@ -53,6 +55,8 @@ struct auxstore_host_read_t {
     bool put = false;
     uint64_t token_count = 0;
     std::vector<auxstore::LayerBlob> layers;
+    auxstore::PutOptions put_options;  // block_chain set when it runs, to `chain`
+    std::vector<Prefix> chain;
     size_t snapshot = 0;  // index into snapshots
     // Under mu:
     bool done = false;
@@ -69,6 +73,9 @@ struct auxstore_host_read_t {
   std::shared_ptr<auxstore_t> db;
   std::vector<Target> targets;
   std::vector<Snapshot> snapshots;
+  // What one pool task does: a put, or reads of some layers of one
+  // snapshot (indices into targets).
+  std::vector<std::vector<size_t>> jobs;
   std::vector<std::shared_ptr<auxstore_host_buffer_t>> buffers;  // distinct, each counted once
   std::atomic<bool> cancelled{false};
 
@@ -76,7 +83,7 @@ struct auxstore_host_read_t {
   std::condition_variable cv;
   size_t pending = 0;
 
-  void Run(size_t i);
+  void Run(size_t job);
   void Finish(size_t i, Status status, size_t size);
   void WaitAll() {
     std::unique_lock lock(mu);
@@ -148,17 +155,43 @@ Status Plan(const std::shared_ptr<auxstore_t>& db, const auxstore_host_read_targ
   return Group(read);
 }
 
-// Groups the read's targets by snapshot and collects its distinct buffers.
+// A task reads layers of one snapshot until they hold this many bytes:
+// small layers share its manifest read and record iterator
+// (Store::ReadLayersInto), large ones still read in parallel.
+constexpr size_t kJobBytes = size_t{1} << 20;
+
+// Groups the read's targets by snapshot into jobs and collects its distinct
+// buffers.
 Status Group(auxstore_host_read_t& read) {
-  for (auxstore_host_read_t::Target& t : read.targets) {
-    auto it = std::find_if(read.snapshots.begin(), read.snapshots.end(),
-                           [&](const auto& s) { return s.ns == t.ns && s.prefix == t.prefix; });
-    if (it == read.snapshots.end()) {
-      read.snapshots.push_back({t.ns, t.prefix});
-      it = std::prev(read.snapshots.end());
+  std::vector<size_t> open_job;  // per snapshot: the job still taking layers
+  std::vector<size_t> job_bytes;
+  for (size_t i = 0; i < read.targets.size(); ++i) {
+    auxstore_host_read_t::Target& t = read.targets[i];
+    const auto same = [&](const auto& s) { return s.ns == t.ns && s.prefix == t.prefix; };
+    // Targets mostly come snapshot by snapshot: the last one first.
+    size_t k = read.snapshots.size();
+    if (k > 0 && same(read.snapshots.back())) {
+      k -= 1;
+    } else {
+      k = static_cast<size_t>(std::find_if(read.snapshots.begin(), read.snapshots.end(), same) -
+                              read.snapshots.begin());
     }
-    t.snapshot = static_cast<size_t>(it - read.snapshots.begin());
-    ++it->pending;
+    if (k == read.snapshots.size()) {
+      read.snapshots.push_back({t.ns, t.prefix});
+      open_job.push_back(SIZE_MAX);
+    }
+    t.snapshot = k;
+    ++read.snapshots[k].pending;
+    // A job holds at most kJobBytes (a put, or a larger layer, fills one).
+    const size_t bytes = t.put ? kJobBytes : std::min(t.dst.size(), kJobBytes);
+    size_t& job = open_job[k];
+    if (job == SIZE_MAX || bytes > kJobBytes - job_bytes[job]) {
+      job = read.jobs.size();
+      read.jobs.emplace_back();
+      job_bytes.push_back(0);
+    }
+    read.jobs[job].push_back(i);
+    job_bytes[job] += bytes;
     if (std::find(read.buffers.begin(), read.buffers.end(), t.buffer) == read.buffers.end()) {
       read.buffers.push_back(t.buffer);
     }
@@ -170,7 +203,8 @@ Status Group(auxstore_host_read_t& read) {
 // Checks every snapshot's layers against their registered buffers; one
 // target per snapshot.
 Status PlanPuts(const std::shared_ptr<auxstore_t>& db, const auxstore_host_put_t* snapshots,
-                size_t n, auxstore_host_read_t& read) {
+                size_t n, const auxstore_put_options_t* const* options,
+                auxstore_host_read_t& read) {
   for (size_t i = 0; i < n; ++i) {
     const auxstore_host_put_t& p = snapshots[i];
     const std::string name = "snapshots[" + std::to_string(i) + "]";
@@ -178,6 +212,10 @@ Status PlanPuts(const std::shared_ptr<auxstore_t>& db, const auxstore_host_put_t
       return Status::InvalidArgument(name + ".layers is NULL");
     }
     auxstore_host_read_t::Target target;
+    if (options != nullptr) {
+      AUXSTORE_RETURN_IF_ERROR(auxstore::capi::ToPutOptions(
+          options[i], "options[" + std::to_string(i) + "]", &target.chain, &target.put_options));
+    }
     target.put = true;
     target.ns = p.ns;
     target.prefix = ToPrefix(p.prefix);
@@ -231,19 +269,36 @@ Status MarkBusy(const auxstore_host_read_t& read) {
 
 }  // namespace
 
-void auxstore_host_read_t::Run(size_t i) {
-  Target& t = targets[i];
-  if (cancelled.load()) return Finish(i, Status::Unavailable("cancelled"), 0);
-  if (t.put) {
-    size_t bytes = 0;
-    for (const auto& l : t.layers) bytes += l.bytes.size();
-    return Finish(i, db->store->PutSnapshot(t.ns, t.prefix, t.token_count, t.layers), bytes);
+void auxstore_host_read_t::Run(size_t job) {
+  // A copy: once the last target is finished the caller may free the read
+  // (release waits for exactly that), so nothing of it is touched after.
+  const std::vector<size_t> mine = jobs[job];
+  if (cancelled.load()) {
+    for (size_t i : mine) Finish(i, Status::Unavailable("cancelled"), 0);
+    return;
   }
-  // One verified copy, from the store's block into the engine's buffer
-  // (ReadLayerInto reads through the layer reader's ReadInto).
-  Result<uint64_t> got = db->store->ReadLayerInto(t.ns, t.prefix, t.layer, t.dst);
-  if (!got.ok()) return Finish(i, got.status(), 0);
-  Finish(i, Status::Ok(), static_cast<size_t>(*got));
+  const Target& first = targets[mine.front()];
+  if (first.put) {
+    size_t bytes = 0;
+    for (const auto& l : first.layers) bytes += l.bytes.size();
+    auxstore::PutOptions put = first.put_options;
+    put.block_chain = first.chain;
+    return Finish(
+        mine.front(),
+        db->store->PutSnapshot(first.ns, first.prefix, first.token_count, first.layers, put),
+        bytes);
+  }
+  // One verified copy, from the store's block into the engine's buffer,
+  // every layer of the job under one manifest read (ReadLayersInto).
+  std::vector<auxstore::Store::LayerInto> layers(mine.size());
+  for (size_t k = 0; k < mine.size(); ++k) {
+    layers[k].layer = targets[mine[k]].layer;
+    layers[k].dst = targets[mine[k]].dst;
+  }
+  (void)db->store->ReadLayersInto(first.ns, first.prefix, layers);
+  for (size_t k = 0; k < mine.size(); ++k) {
+    Finish(mine[k], layers[k].status, static_cast<size_t>(layers[k].bytes));
+  }
 }
 
 void auxstore_host_read_t::Finish(size_t i, Status status, size_t size) {
@@ -306,25 +361,31 @@ int auxstore_host_read_start(auxstore_t* db, const auxstore_host_read_target_t* 
     boost::asio::thread_pool& pool = HostPool(*d);
     auxstore_host_read_t* r = read.get();
     *out = auxstore::capi::NewHandle(std::move(read));
-    for (size_t i = 0; i < n; ++i) boost::asio::post(pool, [r, i] { r->Run(i); });
+    for (size_t j = 0; j < r->jobs.size(); ++j) boost::asio::post(pool, [r, j] { r->Run(j); });
     return Status::Ok();
   });
 }
 
 int auxstore_host_put_start(auxstore_t* db, const auxstore_host_put_t* snapshots, size_t n,
                             auxstore_host_read_t** out, char** errmsg) {
+  return auxstore_host_put_start_ex(db, snapshots, n, nullptr, out, errmsg);
+}
+
+int auxstore_host_put_start_ex(auxstore_t* db, const auxstore_host_put_t* snapshots, size_t n,
+                               const auxstore_put_options_t* const* options,
+                               auxstore_host_read_t** out, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
     AUXSTORE_ASSIGN_OR_RETURN(auto d, Live(db, "db"));
     AUXSTORE_RETURN_IF_ERROR(NotNull(out, "out"));
     if (n > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(snapshots, "snapshots"));
     auto read = std::make_shared<auxstore_host_read_t>();
     read->db = d;
-    AUXSTORE_RETURN_IF_ERROR(PlanPuts(d, snapshots, n, *read));
+    AUXSTORE_RETURN_IF_ERROR(PlanPuts(d, snapshots, n, options, *read));
     AUXSTORE_RETURN_IF_ERROR(MarkBusy(*read));
     boost::asio::thread_pool& pool = HostPool(*d);
     auxstore_host_read_t* r = read.get();
     *out = auxstore::capi::NewHandle(std::move(read));
-    for (size_t i = 0; i < n; ++i) boost::asio::post(pool, [r, i] { r->Run(i); });
+    for (size_t j = 0; j < r->jobs.size(); ++j) boost::asio::post(pool, [r, j] { r->Run(j); });
     return Status::Ok();
   });
 }

@@ -10,6 +10,7 @@
 #include "capi/c_convert.h"
 #include "capi/c_errors.h"
 #include "capi/c_handles.h"
+#include "capi/c_restore_options.h"
 #include "capi/c_restore_targets.h"
 #include "capi/c_state_use.h"
 
@@ -287,18 +288,7 @@ int auxstore_restore_start(auxstore_pipeline_t* pipeline, uint64_t ns, const uin
     auxstore::RestoreOptions o;
     auxstore::RestoreCallback done;
     if (options != nullptr) {
-      if (options->struct_size < sizeof(auxstore_restore_options_t)) {
-        return Status::InvalidArgument("options->struct_size is " +
-                                       std::to_string(options->struct_size) +
-                                       ": call auxstore_restore_options_init first");
-      }
-      if (options->use_stream) {
-        if (options->stream == 0) {
-          return Status::InvalidArgument(
-              "options->stream is 0, the legacy default stream, which a restore never uses");
-        }
-        o.stream = options->stream;
-      }
+      AUXSTORE_RETURN_IF_ERROR(auxstore::capi::ToRestoreOptions(*options, &o));
       o.lease = options->lease;
       if (auto fn = options->on_layer) {
         void* arg = options->on_layer_arg;

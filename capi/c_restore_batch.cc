@@ -13,6 +13,7 @@
 #include "capi/c_convert.h"
 #include "capi/c_errors.h"
 #include "capi/c_handles.h"
+#include "capi/c_restore_options.h"
 #include "capi/c_restore_targets.h"
 
 using auxstore::Status;
@@ -40,22 +41,11 @@ std::string SnapshotName(size_t i) { return "snapshots[" + std::to_string(i) + "
 
 Status CheckOptions(const auxstore_restore_options_t* options, auxstore::RestoreOptions* o) {
   if (options == nullptr) return Status::Ok();
-  if (options->struct_size < sizeof(auxstore_restore_options_t)) {
-    return Status::InvalidArgument("options->struct_size is " +
-                                   std::to_string(options->struct_size) +
-                                   ": call auxstore_restore_options_init first");
-  }
+  AUXSTORE_RETURN_IF_ERROR(auxstore::capi::ToRestoreOptions(*options, o));
   if (options->lease != 0 || options->on_layer != nullptr || options->done != nullptr) {
     return Status::InvalidArgument(
         "options->lease, on_layer and done are per restore: a batch takes each snapshot's "
         "lease in auxstore_restore_snapshot_t and reports completion by index");
-  }
-  if (options->use_stream) {
-    if (options->stream == 0) {
-      return Status::InvalidArgument(
-          "options->stream is 0, the legacy default stream, which a restore never uses");
-    }
-    o->stream = options->stream;
   }
   return Status::Ok();
 }

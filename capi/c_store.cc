@@ -9,6 +9,7 @@
 #include "capi/c_convert.h"
 #include "capi/c_errors.h"
 #include "capi/c_handles.h"
+#include "capi/c_put_options.h"
 
 using auxstore::Kind;
 using auxstore::LayerBlob;
@@ -50,22 +51,7 @@ Status Put(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], uint64_t token
   AUXSTORE_RETURN_IF_ERROR(ToLayers(layers, n_layers, &blobs));
   auxstore::PutOptions put;
   std::vector<auxstore::Prefix> chain;
-  if (o != nullptr) {
-    if (o->struct_size < sizeof(auxstore_put_options_t)) {
-      return Status::InvalidArgument("options->struct_size is " + std::to_string(o->struct_size) +
-                                     ", expected sizeof(auxstore_put_options_t)");
-    }
-    if (o->token_digest != nullptr) {
-      auxstore::TokenDigest digest;
-      std::memcpy(digest.bytes.data(), o->token_digest, 16);
-      put.token_digest = digest;
-    }
-    if (o->n_blocks > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(o->block_chain, "options->block_chain"));
-    chain.reserve(o->n_blocks);
-    for (size_t i = 0; i < o->n_blocks; ++i) chain.push_back(ToPrefix(o->block_chain[i]));
-    put.block_chain = chain;
-    put.block_size = o->block_size;
-  }
+  AUXSTORE_RETURN_IF_ERROR(auxstore::capi::ToPutOptions(o, "options", &chain, &put));
   return d->store->PutSnapshot(ns, ToPrefix(prefix), token_count, blobs, put);
 }
 
@@ -290,14 +276,15 @@ int auxstore_read_layers(auxstore_t* db, uint64_t ns, const uint8_t prefix[16],
                                   std::to_string(dests[i].capacity));
       }
     }
+    // One manifest read and one record iterator for all the layers.
+    std::vector<auxstore::Store::LayerInto> layers(n);
     for (size_t i = 0; i < n; ++i) {
-      AUXSTORE_ASSIGN_OR_RETURN(
-          uint64_t size,
-          d->store->ReadLayerInto(ns, p, dests[i].layer,
-                                  {static_cast<uint8_t*>(dests[i].data), dests[i].capacity}));
-      dests[i].size = size;
+      layers[i].layer = dests[i].layer;
+      layers[i].dst = {static_cast<uint8_t*>(dests[i].data), dests[i].capacity};
     }
-    return Status::Ok();
+    const Status st = d->store->ReadLayersInto(ns, p, layers);
+    for (size_t i = 0; i < n; ++i) dests[i].size = layers[i].bytes;
+    return st;
   });
 }
 

@@ -1,8 +1,8 @@
 #include "auxstore/blob_hash.h"
 
-#include <xxhash.h>
-
 #include <algorithm>
+
+#include "format/xxh3.h"
 
 namespace auxstore {
 

@@ -1,12 +1,11 @@
 #include "format/envelope.h"
 
-#include <xxhash.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 
 #include "format/byte_order.h"
+#include "format/xxh3.h"
 
 namespace auxstore {
 

@@ -1,11 +1,10 @@
 #include "format/layer_layout.h"
 
-#include <xxhash.h>
-
 #include <algorithm>
 #include <string>
 
 #include "format/byte_order.h"
+#include "format/xxh3.h"
 
 namespace auxstore {
 

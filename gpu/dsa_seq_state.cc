@@ -67,6 +67,13 @@ Result<RestorePlan> DsaSeqState::PlanRestore(ByteSpan head, uint64_t blob_size) 
   return plan;
 }
 
+Result<RestorePlan> DsaSeqState::PlanRestoreRows(ByteSpan head, uint64_t blob_size, uint64_t first,
+                                                 uint64_t last) const {
+  AUXSTORE_ASSIGN_OR_RETURN(RestorePlan plan, PlanRestore(head, blob_size));
+  AUXSTORE_RETURN_IF_ERROR(CutToRows(&plan, len_, first, last));
+  return plan;
+}
+
 Status DsaSeqState::FinishRestore(const RestorePlan&, StreamHandle) { return Status::Ok(); }
 
 void DsaSeqState::CommitRestore(const RestorePlan& plan) { len_ = plan.count; }

@@ -1,4 +1,5 @@
 // QsaSeqState: the QSA indexer carry and its snapshot/restore (seed 000).
+#include <algorithm>
 #include <string>
 
 #include "auxstore/seq_state.h"
@@ -85,8 +86,20 @@ Result<RestorePlan> QsaSeqState::PlanRestore(ByteSpan head, uint64_t blob_size) 
   return plan;
 }
 
+Result<RestorePlan> QsaSeqState::PlanRestoreRows(ByteSpan head, uint64_t blob_size, uint64_t first,
+                                                 uint64_t last) const {
+  AUXSTORE_ASSIGN_OR_RETURN(RestorePlan plan, PlanRestore(head, blob_size));
+  AUXSTORE_RETURN_IF_ERROR(CutToRows(&plan, ingested_, first, last));
+  // Blocks complete by `last` and pooled in the snapshot; those the state
+  // pooled already stay (their raw rows are the state's own).
+  const uint64_t ratio = layer_.geometry.ratio;
+  plan.pooled = std::max(pooled_, std::min(plan.pooled, ratio > 0 ? last / ratio : 0));
+  plan.pool_start = pooled_;
+  return plan;
+}
+
 Status QsaSeqState::FinishRestore(const RestorePlan& plan, StreamHandle stream) {
-  if (plan.pooled == 0) return Status::Ok();
+  if (plan.pooled <= plan.pool_start) return Status::Ok();
   const QsaGeometry& g = layer_.geometry;
   // Block keys are not stored: one launch re-pools them from the raw keys.
   const QsaBlockPoolArgs args{.raw_keys = raw_keys_,
@@ -94,8 +107,8 @@ Status QsaSeqState::FinishRestore(const RestorePlan& plan, StreamHandle stream) 
                               .k_norm_w = layer_.k_norm_w,
                               .block_keys = block_keys_,
                               .ingested = plan.count,
-                              .start = 0,
-                              .n = static_cast<uint32_t>(plan.pooled),
+                              .start = static_cast<uint32_t>(plan.pool_start),
+                              .n = static_cast<uint32_t>(plan.pooled - plan.pool_start),
                               .ratio = g.ratio,
                               .hd = g.hd,
                               .rot = g.rot,

@@ -3,7 +3,9 @@
 //
 //  1. Prepare: manifest, and every target checked (kind, freshness, staging
 //     size) and planned from the layer's header, which the manifest holds:
-//     nothing is read or uploaded before every layer fits its target.
+//     nothing is read or uploaded before every layer fits its target. A row
+//     range plans only its rows' segments (SeqState::PlanRestoreRows); the
+//     layer is still read and verified whole, Upload skips the rest.
 //  2. Stream: restore_read_ahead lanes (2 by default: perf-notes.md found two
 //     readers ahead best) run on the Asio pool, each taking the next layer
 //     not yet streamed and reading its pieces (its pages from the puts that
@@ -172,6 +174,7 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
         stream_(options.stream.value_or(core.stream())),
         lease_(options.lease),
         on_layer_(options.on_layer),
+        rows_(options.rows),
         state_(std::move(state)),
         done_(std::move(done)),
         start_(std::chrono::steady_clock::now()) {}
@@ -206,7 +209,7 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
     for (auto& [index, target] : targets_) {
       const std::string where = LayerWhere(index);
       if (target == nullptr) return Status::InvalidArgument(where + ": null target");
-      if (!target->fresh()) {
+      if (!rows_ && !target->fresh()) {
         return Status::InvalidArgument(where +
                                        ": target state is not fresh (restore only "
                                        "targets a sequence state nothing was written to)");
@@ -241,7 +244,9 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
                                        "-byte header, the snapshot's layer has " +
                                        std::to_string(e->header.size()));
       }
-      auto plan = target->PlanRestore(ByteSpan(e->header).first(e->bytes > 0 ? head : 0), e->bytes);
+      const ByteSpan head_bytes = ByteSpan(e->header).first(e->bytes > 0 ? head : 0);
+      auto plan = rows_ ? target->PlanRestoreRows(head_bytes, e->bytes, rows_->first, rows_->last)
+                        : target->PlanRestore(head_bytes, e->bytes);
       if (!plan.ok()) return plan.status().WithContext(where);
       l.plan = std::move(*plan);
       for (const BlobSegment& seg : l.plan.segments) {
@@ -467,6 +472,7 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
   const StreamHandle stream_;
   const LeaseId lease_;
   const std::function<void(uint32_t)> on_layer_;
+  const std::optional<RestoreOptions::Rows> rows_;
   const std::shared_ptr<RestoreState> state_;
   RestoreCallback done_;
   const std::chrono::steady_clock::time_point start_;

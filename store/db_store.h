@@ -88,6 +88,7 @@ class DbStore final : public Store {
       NamespaceId ns, std::span<const Prefix> prefixes) override;
   Result<uint64_t> ReadLayerInto(NamespaceId ns, const Prefix& prefix, uint32_t layer,
                                  std::span<uint8_t> dst) override;
+  Status ReadLayersInto(NamespaceId ns, const Prefix& prefix, std::span<LayerInto> layers) override;
   Status Erase(NamespaceId ns, const Prefix& prefix) override;
   Status List(std::optional<NamespaceId> ns,
               const std::function<bool(const SnapshotInfo&)>& visit) override;
@@ -254,6 +255,20 @@ class DbStore final : public Store {
   // digest is checked here.
   Result<std::unique_ptr<LayerReader>> OpenCursor(NamespaceId ns, const Prefix& prefix,
                                                   Manifest manifest, uint32_t layer, ReadMode mode);
+  // The same over a shared manifest, reading records through `records`:
+  // the cursors of one snapshot's layers, opened one after another, share
+  // one iterator per owner put (ReadLayersInto).
+  Result<std::unique_ptr<LayerReader>> OpenCursor(NamespaceId ns, const Prefix& prefix,
+                                                  std::shared_ptr<const Manifest> manifest,
+                                                  uint32_t layer, ReadMode mode,
+                                                  std::shared_ptr<PieceReader> records);
+  std::shared_ptr<PieceReader> NewPieceReader(NamespaceId ns, ReadMode mode);
+  // A layer of a loaded manifest into `dst` (ReadLayerInto without the
+  // manifest read and the touch).
+  Result<uint64_t> CopyLayerInto(NamespaceId ns, const Prefix& prefix,
+                                 const std::shared_ptr<const Manifest>& manifest, uint32_t layer,
+                                 std::span<uint8_t> dst,
+                                 const std::shared_ptr<PieceReader>& records);
   void Touch(NamespaceId ns, const Prefix& prefix);
   // Quarantines the snapshot if its stored manifest value still passes
   // `still_same` (null: any) and returns `why`; returns NotFound when it was

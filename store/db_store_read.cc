@@ -336,21 +336,9 @@ Status DbStore::ReleaseLease(LeaseId lease) {
 Result<uint64_t> DbStore::ReadLayerInto(NamespaceId ns, const Prefix& prefix, uint32_t layer,
                                         std::span<uint8_t> dst) {
   AUXSTORE_ASSIGN_OR_RETURN(Manifest m, LoadManifest(ns, prefix));
-  const LayerEntry* entry = m.FindLayer(layer);
-  if (entry && dst.size() < entry->bytes) {
-    return Status::OutOfRange("layer " + std::to_string(layer) + " of " + Where(ns, prefix) +
-                              " is " + std::to_string(entry->bytes) +
-                              " bytes; the destination holds " + std::to_string(dst.size()));
-  }
-  AUXSTORE_ASSIGN_OR_RETURN(auto reader, OpenCursor(ns, prefix, std::move(m), layer, ReadMode{}));
-  Touch(ns, prefix);
-  const std::vector<uint8_t>& header = reader->entry().header;
-  std::copy(header.begin(), header.end(), dst.begin());
-  while (!reader->done()) {
-    const uint64_t at = reader->pieces()[reader->next()].blob_offset;
-    AUXSTORE_RETURN_IF_ERROR(reader->ReadInto(dst.subspan(at)).status());
-  }
-  return reader->entry().bytes;
+  auto manifest = std::make_shared<const Manifest>(std::move(m));
+  if (manifest->FindLayer(layer) != nullptr) Touch(ns, prefix);
+  return CopyLayerInto(ns, prefix, manifest, layer, dst, NewPieceReader(ns, ReadMode{}));
 }
 
 Status DbStore::List(std::optional<NamespaceId> ns,

@@ -15,7 +15,6 @@
 #include <rocksdb/convenience.h>
 #include <rocksdb/metadata.h>
 #include <rocksdb/options.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <functional>
@@ -28,6 +27,7 @@
 #include "format/layer_layout.h"
 #include "format/manifest.h"
 #include "format/run_record.h"
+#include "format/xxh3.h"
 #include "store/bytes.h"
 #include "store/db_store.h"
 #include "store/family_rewrite.h"

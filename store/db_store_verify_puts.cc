@@ -3,14 +3,13 @@
 // (record_check.h: one definition of a good record), then what no snapshot
 // uses: orphan records, puts nobody refs, stale refs and page entries (the
 // page ledger's scans).
-#include <xxhash.h>
-
 #include <memory>
 
 #include "format/envelope.h"
 #include "format/layer_layout.h"
 #include "format/manifest.h"
 #include "format/run_record.h"
+#include "format/xxh3.h"
 #include "store/bytes.h"
 #include "store/db_store_verifier.h"
 #include "store/record_check.h"

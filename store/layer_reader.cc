@@ -116,17 +116,20 @@ class DbStore::PieceReader {
 class DbStore::LayerCursor final : public LayerReader {
  public:
   // `layer` is in `manifest` (OpenCursor checked).
-  LayerCursor(DbStore& s, NamespaceId ns, const Prefix& prefix, Manifest manifest, uint32_t layer,
-              ReadMode mode)
+  // `records` reads the snapshot's records (shared by the cursors of one
+  // ReadLayersInto, used by one of them at a time).
+  LayerCursor(DbStore& s, NamespaceId ns, const Prefix& prefix,
+              std::shared_ptr<const Manifest> manifest, uint32_t layer, ReadMode mode,
+              std::shared_ptr<PieceReader> records)
       : s_(s),
         ns_(ns),
         prefix_(prefix),
         m_(std::move(manifest)),
-        entry_(*m_.FindLayer(layer)),
-        pieces_(PlanPieces(m_, entry_)),
+        entry_(*m_->FindLayer(layer)),
+        pieces_(PlanPieces(*m_, entry_)),
         mode_(mode),
-        hasher_(m_, entry_),
-        records_(s, ns, /*pin=*/mode.read_ahead > 0) {}
+        hasher_(*m_, entry_),
+        records_(std::move(records)) {}
 
   // Read-ahead in flight references this reader.
   ~LayerCursor() override {
@@ -233,7 +236,7 @@ class DbStore::LayerCursor final : public LayerReader {
 
   Fetched Fetch(size_t i) {
     Fetched f;
-    f.status = records_.Read(entry_.layer, pieces_[i], &f.value, &f.own);
+    f.status = records_->Read(entry_.layer, pieces_[i], &f.value, &f.own);
     return f;
   }
 
@@ -251,7 +254,7 @@ class DbStore::LayerCursor final : public LayerReader {
   Status Damaged(Status why, const LayerPiece* piece) {
     if (!why.IsCorruption()) return why;
     const std::string skey = SnapshotKey(ns_, prefix_);
-    const ManifestCheck same = SameManifest(skey, m_);
+    const ManifestCheck same = SameManifest(skey, *m_);
     std::string now;
     if (!s_.db_->Get(rocksdb::ReadOptions(), s_.cf_[kManifests], skey, &now).ok() || !same(now)) {
       return Status::NotFound("snapshot of " + Where(ns_, prefix_) +
@@ -279,12 +282,12 @@ class DbStore::LayerCursor final : public LayerReader {
   DbStore& s_;
   const NamespaceId ns_;
   const Prefix prefix_;
-  const Manifest m_;
-  const LayerEntry& entry_;  // in m_
+  const std::shared_ptr<const Manifest> m_;
+  const LayerEntry& entry_;  // in *m_
   const std::vector<LayerPiece> pieces_;
   const ReadMode mode_;
   LayerHasher hasher_;
-  PieceReader records_;
+  const std::shared_ptr<PieceReader> records_;
   std::deque<std::future<Fetched>> ahead_;  // pieces [posted_ - size, posted_)
   std::unique_ptr<PinnedRecord> current_;   // the last piece read, when it has its own iterator
   size_t next_ = 0;
@@ -292,14 +295,27 @@ class DbStore::LayerCursor final : public LayerReader {
   Status failed_;
 };
 
+std::shared_ptr<DbStore::PieceReader> DbStore::NewPieceReader(NamespaceId ns, ReadMode mode) {
+  return std::make_shared<PieceReader>(*this, ns, /*pin=*/mode.read_ahead > 0);
+}
+
 Result<std::unique_ptr<LayerReader>> DbStore::OpenCursor(NamespaceId ns, const Prefix& prefix,
                                                          Manifest manifest, uint32_t layer,
                                                          ReadMode mode) {
-  if (manifest.FindLayer(layer) == nullptr) {
+  return OpenCursor(ns, prefix, std::make_shared<const Manifest>(std::move(manifest)), layer, mode,
+                    NewPieceReader(ns, mode));
+}
+
+Result<std::unique_ptr<LayerReader>> DbStore::OpenCursor(NamespaceId ns, const Prefix& prefix,
+                                                         std::shared_ptr<const Manifest> manifest,
+                                                         uint32_t layer, ReadMode mode,
+                                                         std::shared_ptr<PieceReader> records) {
+  if (manifest->FindLayer(layer) == nullptr) {
     return Status::NotFound("snapshot of " + Where(ns, prefix) + " has no layer " +
                             std::to_string(layer));
   }
-  auto cursor = std::make_unique<LayerCursor>(*this, ns, prefix, std::move(manifest), layer, mode);
+  auto cursor = std::make_unique<LayerCursor>(*this, ns, prefix, std::move(manifest), layer, mode,
+                                              std::move(records));
   AUXSTORE_RETURN_IF_ERROR(cursor->Start());
   return std::unique_ptr<LayerReader>(std::move(cursor));
 }

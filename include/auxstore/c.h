@@ -330,9 +330,10 @@ typedef struct auxstore_layer_dest_t {
 /* Reads `n` layers of one snapshot straight into the callers' buffers: each
  * chunk is copied once, from the store's block into `data`, while its
  * checksum is verified; the whole-blob hash is checked too. No intermediate
- * allocation. AUXSTORE_OUT_OF_RANGE (before anything is read) when a
- * capacity is too small; AUXSTORE_CORRUPTION quarantines the snapshot (the
- * buffers then hold partial bytes). */
+ * allocation; one manifest read and one record iterator for all `n`
+ * layers. AUXSTORE_OUT_OF_RANGE (before anything is read) when a capacity
+ * is too small; AUXSTORE_CORRUPTION quarantines the snapshot (the buffers
+ * then hold partial bytes). Each layer read whole has its `size` set. */
 int auxstore_read_layers(auxstore_t* db, uint64_t ns, const uint8_t prefix[16],
                          auxstore_layer_dest_t* dests, size_t n, char** errmsg);
 
@@ -621,6 +622,17 @@ typedef struct auxstore_restore_options_t {
   void* on_layer_arg;
   auxstore_restore_done_fn done; /* may be NULL */
   void* done_arg;
+  /* use_rows 1: rows [first_row, last_row) only, of QSA and DSA targets
+   * that hold exactly rows [0, first_row) (the engine has the head on its
+   * device): each layer is still read and verified whole, only the range is
+   * uploaded, the target's counters become last_row (QSA: the blocks
+   * complete by then re-pooled from the first it has not pooled).
+   * AUXSTORE_INVALID_ARGUMENT (nothing uploaded) for an opaque target, a
+   * range outside the snapshot's rows, or a target holding another number
+   * of rows. Callers built before these fields pass the shorter struct. */
+  int use_rows;
+  uint64_t first_row;
+  uint64_t last_row;
 } auxstore_restore_options_t;
 void auxstore_restore_options_init(auxstore_restore_options_t* options);
 
@@ -683,7 +695,8 @@ typedef struct auxstore_restore_batch_t auxstore_restore_batch_t;
  * state, on `stream` when use_stream is 1, else the pipeline's stream), all
  * running at once; a snapshot's own error (missing, corrupt) never stops
  * the others. `options` may be NULL; its lease, on_layer and done must be
- * 0 / NULL (a lease is per snapshot, above). */
+ * 0 / NULL (a lease is per snapshot, above); its stream and row range apply
+ * to every snapshot. */
 int auxstore_restore_batch_start(auxstore_pipeline_t* pipeline,
                                  const auxstore_restore_snapshot_t* snapshots, size_t n,
                                  const auxstore_restore_options_t* options,
@@ -800,12 +813,14 @@ typedef struct auxstore_host_read_t auxstore_host_read_t;
  * *out. Every target is checked first (its buffer live and of `db`, [offset,
  * offset + capacity) inside it, no two targets overlapping): the first bad
  * one is AUXSTORE_INVALID_ARGUMENT naming it, and nothing is read or
- * written. Each target is then read on its own: one copy, from the store's
- * block into the buffer, verified (record envelopes and the layer digest) in
- * the same pass, as auxstore_read_layers. A target's own result (a missing
- * snapshot or layer, AUXSTORE_OUT_OF_RANGE for a capacity below the layer's
- * size, AUXSTORE_CORRUPTION, which quarantines the snapshot) never stops
- * the others. Until the read is released its buffers cannot be
+ * written. Each target is then read: one copy, from the store's block into
+ * the buffer, verified (record envelopes and the layer digest) in the same
+ * pass, as auxstore_read_layers; the small layers of one snapshot are read
+ * together, under one manifest read. A target's own result (a missing layer,
+ * AUXSTORE_OUT_OF_RANGE for a capacity below the layer's size) never stops
+ * the others; a snapshot missing, or found damaged (AUXSTORE_CORRUPTION,
+ * which quarantines it), fails each of its targets not yet read with that
+ * error and no other snapshot's. Until the read is released its buffers cannot be
  * unregistered. The reads run on an Asio pool of the store handle's
  * (Options work_threads threads, at least 2). */
 int auxstore_host_read_start(auxstore_t* db, const auxstore_host_read_target_t* targets, size_t n,
@@ -840,6 +855,14 @@ typedef struct auxstore_host_put_t {
  * snapshot's put is done. */
 int auxstore_host_put_start(auxstore_t* db, const auxstore_host_put_t* snapshots, size_t n,
                             auxstore_host_read_t** out, char** errmsg);
+/* auxstore_host_put_start with put options per snapshot: `options` is NULL
+ * (none), or `n` pointers, options[i] (NULL: none) snapshot i's, e.g. a
+ * block chain, so its QSA and DSA rows go into pages shared with the
+ * chain's other snapshots (auxstore_put_snapshot_ex). A bad options[i] is
+ * AUXSTORE_INVALID_ARGUMENT naming it, nothing written. */
+int auxstore_host_put_start_ex(auxstore_t* db, const auxstore_host_put_t* snapshots, size_t n,
+                               const auxstore_put_options_t* const* options,
+                               auxstore_host_read_t** out, char** errmsg);
 /* 1 when every target is done, 0 while some run (-1 for a handle not live). */
 int auxstore_host_read_poll(const auxstore_host_read_t* read);
 /* 1 when target `i` is done, 0 while it runs (-1: handle not live or i >= n). */

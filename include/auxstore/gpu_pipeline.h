@@ -11,8 +11,8 @@
 // (its event recorded, LayerDone) -> when every layer is: counters
 // committed, all layers at once -> completion, once the stream has passed
 // the restored work. Any failure: an error and no counter moved; Corruption
-// also quarantines the snapshot. Targets must be fresh and untouched until
-// the completion.
+// also quarantines the snapshot. Targets must be fresh (or, for a row range,
+// hold exactly the rows before it) and untouched until the completion.
 //
 // Streams: a restore runs on RestoreOptions::stream, or on the pipeline's
 // own non-blocking stream — never on the legacy default stream, which would
@@ -102,6 +102,16 @@ struct RestoreOptions {
   // completion. It runs on a backend thread (CUDA's callback thread), so it
   // must not block or call into the backend (see HostFunc).
   std::function<void(uint32_t layer)> on_layer;
+  // Rows [first, last) only, of QSA and DSA targets that hold exactly rows
+  // [0, first) (the engine has the head on its device already;
+  // SeqState::PlanRestoreRows): every layer is still read and verified whole
+  // (records and layer digest), and only the range is uploaded. Unset: whole
+  // layers into fresh targets.
+  struct Rows {
+    uint64_t first = 0;
+    uint64_t last = 0;
+  };
+  std::optional<Rows> rows;
 };
 
 // A restore in flight, shared by the engine and the pipeline. Every method

@@ -47,6 +47,7 @@ struct RestorePlan {
   std::vector<BlobSegment> segments;  // ascending, non-overlapping blob ranges
   uint64_t count = 0;                 // QSA ingested / DSA len / opaque bytes
   uint64_t pooled = 0;                // QSA only
+  uint64_t pool_start = 0;            // QSA: the first block to re-pool (a row range's)
 };
 
 // What a snapshot of the state's current counters holds: the blob header
@@ -73,6 +74,15 @@ class SeqState {
   // Checks a blob from its head and total size against this state, in the
   // seed's order; touches nothing.
   virtual Result<RestorePlan> PlanRestore(ByteSpan head, uint64_t blob_size) const = 0;
+  // The same for rows [first, last) of a QSA or DSA blob, into a state that
+  // holds exactly rows [0, first) (the engine's own, or an earlier
+  // restore's): only those rows' bytes are uploaded, the counters become
+  // `last` (QSA: the blocks complete by `last`, up to the blob's pooled
+  // count, re-pooled from the first one the state has not pooled).
+  // InvalidArgument for an opaque state, a range outside the blob's rows,
+  // or a state holding another number of rows; touches nothing.
+  virtual Result<RestorePlan> PlanRestoreRows(ByteSpan head, uint64_t blob_size, uint64_t first,
+                                              uint64_t last) const;
   // After every segment's copy is enqueued on `stream`: enqueues what must
   // follow (QSA: the re-pool). Visible state does not change.
   virtual Status FinishRestore(const RestorePlan& plan, StreamHandle stream) = 0;
@@ -95,6 +105,9 @@ class SeqState {
 
  protected:
   explicit SeqState(GpuBackend& gpu) : gpu_(&gpu) {}
+  // A whole-blob plan cut to rows [first, last) of a state holding `rows`
+  // (every segment an array of plan.count equal rows); count set to `last`.
+  static Status CutToRows(RestorePlan* plan, uint64_t rows, uint64_t first, uint64_t last);
 
   GpuBackend* gpu_;
   bool owned_ = true;
@@ -131,6 +144,8 @@ class QsaSeqState final : public SeqState {
   bool fresh() const override { return ingested_ == 0 && pooled_ == 0; }
   size_t head_bytes() const override { return kQsaHeaderBytes; }
   Result<RestorePlan> PlanRestore(ByteSpan head, uint64_t blob_size) const override;
+  Result<RestorePlan> PlanRestoreRows(ByteSpan head, uint64_t blob_size, uint64_t first,
+                                      uint64_t last) const override;
   Status FinishRestore(const RestorePlan& plan, StreamHandle stream) override;
   void CommitRestore(const RestorePlan& plan) override;
   Result<SnapshotPlan> PlanSnapshot() const override;
@@ -180,6 +195,8 @@ class DsaSeqState final : public SeqState {
   bool fresh() const override { return len_ == 0; }
   size_t head_bytes() const override { return kDsaHeaderBytes; }
   Result<RestorePlan> PlanRestore(ByteSpan head, uint64_t blob_size) const override;
+  Result<RestorePlan> PlanRestoreRows(ByteSpan head, uint64_t blob_size, uint64_t first,
+                                      uint64_t last) const override;
   Status FinishRestore(const RestorePlan& plan, StreamHandle stream) override;
   void CommitRestore(const RestorePlan& plan) override;
   Result<SnapshotPlan> PlanSnapshot() const override;

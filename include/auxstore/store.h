@@ -280,6 +280,25 @@ class Store {
   virtual Result<uint64_t> ReadLayerInto(NamespaceId ns, const Prefix& prefix, uint32_t layer,
                                          std::span<uint8_t> dst) = 0;
 
+  // One layer of ReadLayersInto: where it goes, and (set by the call) what
+  // came of it.
+  struct LayerInto {
+    uint32_t layer = 0;
+    std::span<uint8_t> dst;
+    Status status;       // out
+    uint64_t bytes = 0;  // out: the layer's size, when `status` is OK
+  };
+  // Reads several layers of one snapshot, each exactly as ReadLayerInto
+  // reads it (same checks, same quarantine), with the manifest read once
+  // for all of them and, in DbStore, one iterator per owner put across
+  // their records: the call for many small layers (a connector's pages).
+  // Each layer's outcome is in its `status`; returns the first error, OK
+  // when every layer was read. A layer's own error (not in the snapshot,
+  // `dst` too small) fails that layer only. Once the snapshot is gone
+  // (NotFound: missing, or erased while read) or found damaged
+  // (Corruption, quarantined), the layers not yet read fail with that error.
+  virtual Status ReadLayersInto(NamespaceId ns, const Prefix& prefix, std::span<LayerInto> layers);
+
   // Removes a snapshot: manifest first (durably, as a commit the watermark
   // vouches for), then its records. A prefix not stored: OK, nothing changes.
   virtual Status Erase(NamespaceId ns, const Prefix& prefix) = 0;

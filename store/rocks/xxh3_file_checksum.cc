@@ -1,8 +1,8 @@
 #include "store/rocks/xxh3_file_checksum.h"
 
-#include <xxhash.h>
-
 #include <string>
+
+#include "format/xxh3.h"
 
 namespace auxstore::store_internal {
 namespace {

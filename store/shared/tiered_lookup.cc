@@ -214,6 +214,20 @@ Result<uint64_t> TieredStore::ReadLayerInto(NamespaceId ns, const Prefix& prefix
   return ReadThrough(ns, prefix, [&] { return local_->ReadLayerInto(ns, prefix, layer, dst); });
 }
 
+Status TieredStore::ReadLayersInto(NamespaceId ns, const Prefix& prefix,
+                                   std::span<LayerInto> layers) {
+  const Status local = local_->ReadLayersInto(ns, prefix, layers);
+  if (!local.IsNotFound()) return local;
+  auto restored = RestoreIfMissing(ns, prefix);
+  if (!restored.ok()) {
+    for (LayerInto& l : layers) {
+      if (!l.status.ok()) l.status = restored.status();
+    }
+    return restored.status();
+  }
+  return *restored ? local_->ReadLayersInto(ns, prefix, layers) : local;
+}
+
 Result<Store::LayerRows> TieredStore::ReadLayerRows(NamespaceId ns, const Prefix& prefix,
                                                     uint32_t layer, uint64_t first_row,
                                                     uint64_t last_row, std::span<uint8_t> dst) {

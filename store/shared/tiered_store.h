@@ -61,6 +61,7 @@ class TieredStore final : public Store {
       NamespaceId ns, std::span<const Prefix> prefixes) override;
   Result<uint64_t> ReadLayerInto(NamespaceId ns, const Prefix& prefix, uint32_t layer,
                                  std::span<uint8_t> dst) override;
+  Status ReadLayersInto(NamespaceId ns, const Prefix& prefix, std::span<LayerInto> layers) override;
   Status Erase(NamespaceId ns, const Prefix& prefix) override;
   Status List(std::optional<NamespaceId> ns,
               const std::function<bool(const SnapshotInfo&)>& visit) override;

@@ -429,6 +429,47 @@ static void test_puts_from_registered_memory(void) {
     }
   }
   free(ps);
+
+  /* With put options per snapshot (auxstore_host_put_start_ex): a bad
+   * options[i] is refused naming it, nothing written; a chain too long for
+   * its snapshot fails that put alone; NULL entries put as before. */
+  CHECK_OK(auxstore_register_host_buffer(g_db, buf, at, &hb, &err));
+  for (uint32_t s = 0; s < snaps; ++s) {
+    prefix_of(200 + s, puts[s].prefix);
+    for (uint32_t l = 0; l < layers; ++l) hl[s][l].buffer = hb;
+  }
+  uint8_t chain[8][16];
+  for (int b = 0; b < 8; ++b) prefix_of(300 + (uint32_t)b, chain[b]);
+  auxstore_put_options_t good = {sizeof(auxstore_put_options_t), NULL, (const uint8_t(*)[16])chain,
+                                 4, 16};
+  auxstore_put_options_t too_long = good, bad = good;
+  too_long.n_blocks = 8; /* 8 blocks of 16 tokens > 64 tokens */
+  bad.struct_size = 3;
+  const auxstore_put_options_t* opts[snaps] = {&good, NULL, &bad, NULL};
+  CHECK_ERR(auxstore_host_put_start_ex(g_db, puts, snaps, opts, &r, &err),
+            AUXSTORE_INVALID_ARGUMENT, "options[2]->struct_size is 3");
+  opts[2] = &too_long;
+  CHECK_OK(auxstore_host_put_start_ex(g_db, puts, snaps, opts, &r, &err));
+  CHECK_ERR(auxstore_host_read_wait_target(r, 2, NULL, &err), AUXSTORE_INVALID_ARGUMENT,
+            "snapshots[2]");
+  for (size_t i = 0; i < snaps; ++i) {
+    if (i != 2) CHECK_OK(auxstore_host_read_wait_target(r, i, NULL, &err));
+  }
+  auxstore_host_read_release(r);
+  CHECK_OK(auxstore_unregister_host_buffer(hb, &err));
+  for (uint32_t s = 0; s < snaps; ++s) {
+    void* data = NULL;
+    size_t size = 0;
+    const int code = auxstore_get_layer(g_db, g_ns, puts[s].prefix, 1, &data, &size, &err);
+    if (s == 2) {
+      CHECK_ERR(code, AUXSTORE_NOT_FOUND, "");
+      continue;
+    }
+    CHECK_OK(code);
+    CHECK(data != NULL && size == layer_size(100 + s, 1) &&
+          memcmp(data, buf + offsets[s][1], size) == 0);
+    auxstore_free(data);
+  }
   free(buf);
 }
 

@@ -21,6 +21,7 @@ class FaultyBackend final : public GpuBackend {
   std::atomic<bool> fail_host_func{false};
   std::set<DevicePtr> fail_free;  // Free of these fails (and really frees nothing)
   std::atomic<int> h2d_calls{0}, free_calls{0};
+  std::atomic<uint64_t> h2d_bytes{0};  // bytes of the copies enqueued
 
   BackendKind kind() const override { return in_.kind(); }
   std::string_view name() const override { return "faulty"; }
@@ -53,6 +54,7 @@ class FaultyBackend final : public GpuBackend {
     if (h2d_calls++ == fail_h2d_at) return Status::Internal("injected H2D failure");
     AUXSTORE_RETURN_IF_ERROR(in_.CopyH2DAsync(src, dst, off, s));
     ++h2d_enqueued;
+    h2d_bytes += src.size();
     return in_.LaunchHostFunc(s, [this] { ++h2d_done; });  // runs once the copy has
   }
   Status CopyD2HAsync(DevicePtr src, uint64_t off, std::span<uint8_t> dst,

@@ -226,13 +226,22 @@ void RegisterHostReads(py::module_& m, StoreClass& store) {
         std::vector<auxstore_host_put_t> puts;
         std::vector<std::vector<auxstore_host_layer_t>> layers;
         std::vector<std::shared_ptr<HostBuffer>> held;
+        // Per snapshot: its block chain (empty: none) and block size.
+        std::vector<std::vector<Prefix>> chains;
+        std::vector<uint32_t> block_sizes;
         for (py::handle item : snapshots) {
           const std::string name = "snapshots[" + std::to_string(puts.size()) + "]";
           const py::tuple t = py::reinterpret_borrow<py::object>(item).cast<py::tuple>();
-          if (t.size() != 3) {
+          if (t.size() != 3 && t.size() != 5) {
             throw py::type_error(name +
                                  " must be (prefix, token_count, [(layer, kind, "
-                                 "host_buffer, offset, size), ...])");
+                                 "host_buffer, offset, size), ...][, block_chain, block_size])");
+          }
+          chains.emplace_back();
+          block_sizes.push_back(0);
+          if (t.size() == 5) {
+            chains.back() = ToPrefixes(t[3], (name + ".block_chain").c_str());
+            block_sizes.back() = ToU32(t[4].cast<IntArg>(), "block_size");
           }
           auxstore_host_put_t p{};
           p.ns = ns;
@@ -254,27 +263,36 @@ void RegisterHostReads(py::module_& m, StoreClass& store) {
           layers.push_back(std::move(ls));
           puts.push_back(p);
         }
+        std::vector<auxstore_put_options_t> options(puts.size());
+        std::vector<const auxstore_put_options_t*> option_ptrs(puts.size(), nullptr);
         for (size_t i = 0; i < puts.size(); ++i) {
           puts[i].n_layers = layers[i].size();
           puts[i].layers = layers[i].empty() ? nullptr : layers[i].data();
+          if (chains[i].empty() && block_sizes[i] == 0) continue;
+          options[i] = {sizeof(auxstore_put_options_t), nullptr,
+                        reinterpret_cast<const uint8_t(*)[16]>(chains[i].data()), chains[i].size(),
+                        block_sizes[i]};
+          option_ptrs[i] = &options[i];
         }
         auxstore_host_read_t* h = nullptr;
         WithoutGil([&] {
           s.With([&](auxstore_t* db) {
             Check([&](char** e) {
-              return auxstore_host_put_start(db, puts.empty() ? nullptr : puts.data(), puts.size(),
-                                             &h, e);
+              return auxstore_host_put_start_ex(db, puts.empty() ? nullptr : puts.data(),
+                                                puts.size(), option_ptrs.data(), &h, e);
             });
           });
         });
         return std::make_shared<HostRead>(h, std::move(held), puts.size(), ns);
       },
       py::arg("ns"), py::arg("snapshots"),
-      "Starts putting (prefix, token_count, [(layer, kind, host_buffer, offset, size), ...]) "
-      "snapshots straight from registered host buffers (write-behind) and returns a HostRead "
-      "at once: target i is snapshot i (wait_target(i) -> its bytes). Every layer is checked "
-      "first (InvalidArgumentError naming it, nothing written). Do not change those bytes "
-      "until the snapshot's put is done.");
+      "Starts putting (prefix, token_count, [(layer, kind, host_buffer, offset, size), ...]"
+      "[, block_chain, block_size]) snapshots straight from registered host buffers "
+      "(write-behind) and returns a HostRead at once: target i is snapshot i (wait_target(i) "
+      "-> its bytes). Every layer is checked first (InvalidArgumentError naming it, nothing "
+      "written). With a block chain (as put_snapshot's), QSA and DSA rows go into pages shared "
+      "with the chain's other snapshots. Do not change those bytes until the snapshot's put is "
+      "done.");
 
   store.def(
       "read_into_host",

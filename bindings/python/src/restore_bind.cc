@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "common.h"
 
@@ -118,9 +119,16 @@ void RegisterRestores(PipelineClass& pipeline) {
   pipeline.def(
       "restore_start",
       [](std::shared_ptr<Pipeline> p, IntArg ns_arg, py::handle prefix, py::handle targets,
-         std::optional<uint64_t> stream, IntArg lease_arg) {
+         std::optional<uint64_t> stream, IntArg lease_arg, py::handle rows) {
         const uint64_t ns = ToU64(ns_arg, "ns");
         const uint64_t lease = ToU64(lease_arg, "lease");
+        std::optional<std::pair<uint64_t, uint64_t>> row_range;
+        if (!rows.is_none()) {
+          const py::tuple r = py::reinterpret_borrow<py::object>(rows).cast<py::tuple>();
+          if (r.size() != 2) throw py::type_error("rows must be (first, last)");
+          row_range.emplace(ToU64(r[0].cast<IntArg>(), "rows[0]"),
+                            ToU64(r[1].cast<IntArg>(), "rows[1]"));
+        }
         const Prefix pre = ToPrefix(prefix);
         auto op = NewOp(true);
         Targets t;
@@ -133,6 +141,11 @@ void RegisterRestores(PipelineClass& pipeline) {
           o.stream = *stream;
         }
         o.lease = lease;
+        if (row_range) {
+          o.use_rows = 1;
+          o.first_row = row_range->first;
+          o.last_row = row_range->second;
+        }
         o.done = RestoreDone;
         std::shared_ptr<RestoreHandle> handle;
         {
@@ -160,10 +173,12 @@ void RegisterRestores(PipelineClass& pipeline) {
         return handle;
       },
       py::arg("ns"), py::arg("prefix"), py::arg("targets"), py::kw_only(),
-      py::arg("stream") = py::none(), py::arg("lease") = 0,
+      py::arg("stream") = py::none(), py::arg("lease") = 0, py::arg("rows") = py::none(),
       "Starts a restore and returns its RestoreHandle (join, wait_layer, layer_done, "
       "stream_wait_layer / _all, cancel, layers_done, future). `stream`: the engine's stream "
-      "to run on (not 0; None: the pipeline's own); `lease`: released when it completes.");
+      "to run on (not 0; None: the pipeline's own); `lease`: released when it completes; "
+      "`rows`: (first, last), only those rows of QSA and DSA targets that hold exactly rows "
+      "[0, first) (each layer still read and verified whole, only the range uploaded).");
 }
 
 void RegisterRestoreHandle(py::module_& m) {

@@ -97,3 +97,30 @@ def test_page_tokens_is_part_of_the_namespace_id(store, seq):
     p24 = store.register_namespace("m", GEOMETRY, page_tokens=24)
     with pytest.raises(auxstore.InvalidArgumentError, match="not a whole number"):
         store.put(p24, chain[3], 64, [(0, "qsa", a)], block_chain=chain[:4], block_size=BLOCK)
+
+
+def test_paged_puts_from_registered_memory_share_pages(store, ns, seq):
+    """put_from_host with (prefix, token_count, layers, block_chain, block_size):
+    the snapshots of one growing sequence, put one after the other from one
+    registered array, store each row once and read back exactly."""
+    _, chain, a, b = seq
+    memory = np.concatenate([a, b])
+    buf = store.register_host_buffer(memory)
+    first = (chain[3], 64, [(0, "qsa", buf, 0, a.size)], chain[:4], BLOCK)
+    second = (chain[7], 128, [(0, "qsa", buf, a.size, b.size)], chain, BLOCK)
+    with pytest.raises(TypeError, match=r"snapshots\[0\] must be"):
+        store.put_from_host(ns, [first[:4]])
+    for snapshot in (first, second):
+        with store.put_from_host(ns, [snapshot]) as put:
+            put.wait()
+    # A chain too long for its snapshot: that put's own error, nothing written.
+    before = store.stats()
+    with store.put_from_host(ns, [(chain[2], 48, first[2], chain[:4], BLOCK)]) as put:
+        with pytest.raises(auxstore.InvalidArgumentError, match="block chain"):
+            put.wait_target(0)
+    buf.unregister()
+    assert bytes(store.get_layer(ns, chain[3], 0)) == a.tobytes()
+    assert bytes(store.get_layer(ns, chain[7], 0)) == b.tobytes()
+    st = store.stats()
+    assert st.payload_bytes == a.size + b.size and st.unique_bytes == 128 * ROW
+    assert (st.snapshots, st.bytes_written) == (2, before.bytes_written)

@@ -63,6 +63,32 @@ def test_restore_wait(store, ns, backend, pipeline, weights):
     release_all(t)
 
 
+def test_row_ranges_into_states_holding_the_rows_before(store, ns, backend, pipeline, weights):
+    """restore_start(..., rows=(first, last)): QSA and DSA states holding rows
+    [0, first) get rows [first, last); step by step, a whole restore."""
+    blobs = put_snapshot(store, ns, prefix(1))
+    t = fresh_targets(backend, weights)
+    rows_of = {0: t[0], 1: t[1]}
+    for first, last in [(0, 40), (40, 200), (200, 256)]:
+        with pipeline.restore_start(ns, prefix(1), rows_of, rows=(first, last)) as h:
+            h.join()
+        assert t[0].counters[0] == last and t[1].counters[0] == last
+    pipeline.restore_wait(ns, prefix(1), {2: t[2]})
+    check_restored(t, blobs, weights)
+    release_all(t)
+    t = fresh_targets(backend, weights)
+    with pipeline.restore_start(ns, prefix(1), {0: t[0]}, rows=(10, 20)) as h:
+        with pytest.raises(auxstore.InvalidArgumentError, match="holds 0 rows"):
+            h.join()
+    with pipeline.restore_start(ns, prefix(1), {2: t[2]}, rows=(0, 20)) as h:
+        with pytest.raises(auxstore.InvalidArgumentError, match="opaque"):
+            h.join()
+    with pytest.raises(TypeError, match=r"rows must be \(first, last\)"):
+        pipeline.restore_start(ns, prefix(1), {0: t[0]}, rows=(1, 2, 3))
+    assert all(x.counters == (0, 0) for x in t.values())
+    release_all(t)
+
+
 def test_restore_async_future(store, ns, backend, pipeline, weights):
     blobs = put_snapshot(store, ns, prefix(1))
     t = fresh_targets(backend, weights)

@@ -451,7 +451,8 @@ pub struct auxstore_dsa_buffers_t {
 pub type auxstore_restore_done_fn = Option<unsafe extern "C" fn(arg: *mut c_void, code: c_int, message: *const c_char)>;
 /// Called once when an accepted write-behind snapshot's write ends: its prefix (16 bytes), the
 /// code, and a message (null on success); all valid only during the call.
-pub type auxstore_snapshot_done_fn = Option<unsafe extern "C" fn(arg: *mut c_void, prefix: *const u8, code: c_int, message: *const c_char)>;
+pub type auxstore_snapshot_done_fn =
+    Option<unsafe extern "C" fn(arg: *mut c_void, prefix: *const u8, code: c_int, message: *const c_char)>;
 
 /// A pipeline's configuration; fill it with [`auxstore_pipeline_options_init`] first.
 #[repr(C)]
@@ -543,6 +544,13 @@ pub struct auxstore_restore_options_t {
     pub done: auxstore_restore_done_fn,
     /// `done`'s first argument.
     pub done_arg: *mut c_void,
+    /// 1: rows `[first_row, last_row)` only, of QSA and DSA targets holding
+    /// exactly rows `[0, first_row)`.
+    pub use_rows: c_int,
+    /// The first row restored when `use_rows` is 1.
+    pub first_row: u64,
+    /// One past the last row restored when `use_rows` is 1.
+    pub last_row: u64,
 }
 
 /// One function this crate declares: its name, return type and parameter
@@ -730,6 +738,8 @@ c_api! {
     pub fn auxstore_host_read_start(db: *mut auxstore_t, targets: *const auxstore_host_read_target_t, n: usize, out: *mut *mut auxstore_host_read_t, errmsg: *mut *mut c_char) -> c_int;
     /// Starts putting `n` snapshots whose layers lie in registered buffers; target i is snapshot i.
     pub fn auxstore_host_put_start(db: *mut auxstore_t, snapshots: *const auxstore_host_put_t, n: usize, out: *mut *mut auxstore_host_read_t, errmsg: *mut *mut c_char) -> c_int;
+    /// [`auxstore_host_put_start`] with put options per snapshot (`options`: NULL, or `n` pointers, each NULL or one).
+    pub fn auxstore_host_put_start_ex(db: *mut auxstore_t, snapshots: *const auxstore_host_put_t, n: usize, options: *const *const auxstore_put_options_t, out: *mut *mut auxstore_host_read_t, errmsg: *mut *mut c_char) -> c_int;
     /// 1 when every target is done, 0 while some run, -1 for a handle not live.
     pub fn auxstore_host_read_poll(read: *const auxstore_host_read_t) -> c_int;
     /// 1 when target `i` is done, 0 while it runs, -1 for a bad handle or `i`.

@@ -231,19 +231,24 @@ fn rust_type(decl: &str, has_name: bool) -> String {
         stars += 1;
     }
     stars += s.matches('*').count();
+    // What lies between the stars: `T* const* p` is a pointer to a const
+    // pointer to T (a `const` there makes the next level `*const`).
+    let levels: Vec<String> = s.split('*').map(str::to_string).collect();
+    let is_const = |part: &str| part.split_whitespace().any(|w| w == "const");
     let s = s.replace('*', " ");
     let mut words: Vec<&str> = s.split_whitespace().collect();
     if has_name && words.len() > 1 {
         words.pop();
     }
-    let konst = words.contains(&"const");
+    let konst = is_const(&levels[0]);
     let base = words.iter().rfind(|w| **w != "const").copied().unwrap_or("");
     if stars == 0 {
         return if base == "void" { String::new() } else { rust_base(base) };
     }
     let mut t = format!("*{} {}", if konst { "const" } else { "mut" }, rust_base(base));
-    for _ in 1..stars {
-        t = format!("*mut {t}");
+    for level in 1..stars {
+        let c = levels.get(level).is_some_and(|part| is_const(part));
+        t = format!("*{} {t}", if c { "const" } else { "mut" });
     }
     t
 }
@@ -312,6 +317,8 @@ fn the_parser_maps_c_types_to_rust() {
     assert_eq!(rust_type("auxstore_log_fn fn", true), "auxstore_log_fn");
     assert_eq!(rust_type("void", false), "");
     assert_eq!(rust_type("auxstore_options_t*", false), "*mut auxstore_options_t");
+    assert_eq!(rust_type("const auxstore_put_options_t* const* options", true), "*const *const auxstore_put_options_t");
+    assert_eq!(rust_type("char* const* names", true), "*const *mut c_char");
     let parsed = parse_header(
         "typedef void (*auxstore_x_fn)(void* arg);\n/* auxstore_not(a) */\nint auxstore_a(int x, \
          const uint8_t (*c)[16]);\nvoid auxstore_b(void);\n",

@@ -16,7 +16,7 @@ use crate::error::{check, Error, Result};
 use crate::pod::Pod;
 use crate::store::Store;
 use crate::sys;
-use crate::types::{Kind, Namespace, Prefix};
+use crate::types::{Kind, Namespace, Prefix, PutOptions};
 use std::marker::PhantomData;
 use std::os::raw::c_void;
 use std::ptr;
@@ -156,6 +156,34 @@ impl Store {
         buffer: &'b mut HostBuffer<'_, T>,
         snapshots: &[HostSnapshot<'_>],
     ) -> Result<HostRead<'b>> {
+        self.put_from_host_with(buffer, snapshots, &[])
+    }
+
+    /// [`Store::put_from_host`] with put options per snapshot: `options` is
+    /// empty (none) or holds one [`PutOptions`] per snapshot, e.g. a block
+    /// chain, so the snapshot's QSA and DSA rows go into pages shared with
+    /// the chain's other snapshots ([`Store::put_snapshot_with`]).
+    ///
+    /// # Errors
+    /// As `put_from_host`, and `InvalidArgument` when `options` is neither
+    /// empty nor one per snapshot, or naming `options[i]` (a chain without a
+    /// block size ...); nothing is written.
+    pub fn put_from_host_with<'b, T: Pod>(
+        &self,
+        buffer: &'b mut HostBuffer<'_, T>,
+        snapshots: &[HostSnapshot<'_>],
+        options: &[PutOptions<'_>],
+    ) -> Result<HostRead<'b>> {
+        if !options.is_empty() && options.len() != snapshots.len() {
+            return Err(Error::invalid(format!(
+                "auxstore::Store::put_from_host_with: {} options for {} snapshots",
+                options.len(),
+                snapshots.len()
+            )));
+        }
+        let c_options: Vec<sys::auxstore_put_options_t> = options.iter().map(PutOptions::to_c).collect();
+        let option_ptrs: Vec<*const sys::auxstore_put_options_t> =
+            c_options.iter().map(|o| o as *const sys::auxstore_put_options_t).collect();
         let layers: Vec<Vec<sys::auxstore_host_layer_t>> = snapshots
             .iter()
             .map(|s| {
@@ -185,13 +213,15 @@ impl Store {
         let mut raw = ptr::null_mut();
         // SAFETY: a live store handle; `c.len()` snapshots (NULL for 0), each
         // with `n_layers` layers in the live registered buffer, which the
-        // HostRead borrows mutably; `layers` outlives the call (the C side
-        // copies the descriptions).
+        // HostRead borrows mutably; `layers` and the options (NULL, or one
+        // per snapshot, their chains borrowed) outlive the call (the C side
+        // copies the descriptions and the chains).
         check(|e| unsafe {
-            sys::auxstore_host_put_start(
+            sys::auxstore_host_put_start_ex(
                 self.as_raw(),
                 if c.is_empty() { ptr::null() } else { c.as_ptr() },
                 c.len(),
+                if option_ptrs.is_empty() { ptr::null() } else { option_ptrs.as_ptr() },
                 &mut raw,
                 e,
             )

@@ -146,6 +146,7 @@ mod host_reads;
 mod pipeline;
 mod pod;
 mod prefix;
+mod restore_batch;
 mod sizes;
 mod state;
 mod store;
@@ -158,6 +159,7 @@ pub use host_reads::{HostBuffer, HostLayer, HostRead, HostSnapshot, HostTarget};
 pub use pipeline::{Pipeline, RestoreHandle, RestoreOptions, RestoreScope, SnapshotOutcome};
 pub use pod::{bytes_of, bytes_of_mut, Pod};
 pub use prefix::{prefix_hashes, qsa_block_pool_host, token_digest};
+pub use restore_batch::{BatchSnapshot, RestoreBatch};
 pub use state::{Counters, State};
 pub use store::{metrics_text, Lease, Options, Store};
 pub use types::{
@@ -182,6 +184,7 @@ fn _assert_markers() {
     send_sync::<Backend>();
     send_sync::<Pipeline>();
     send_sync::<RestoreHandle<'static>>();
+    send_sync::<RestoreBatch<'static>>();
     send_sync::<RestoreScope<'static, 'static>>();
     send_sync::<Lease<'static>>();
     send_sync::<DeviceBuffer<'static>>();

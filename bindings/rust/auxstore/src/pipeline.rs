@@ -262,6 +262,26 @@ impl Drop for Pipeline {
     }
 }
 
+/// `auxstore_restore_options_init`'s defaults.
+pub(crate) fn c_restore_options() -> sys::auxstore_restore_options_t {
+    let mut o = sys::auxstore_restore_options_t {
+        struct_size: 0,
+        use_stream: 0,
+        stream: 0,
+        lease: 0,
+        on_layer: None,
+        on_layer_arg: ptr::null_mut(),
+        done: None,
+        done_arg: ptr::null_mut(),
+        use_rows: 0,
+        first_row: 0,
+        last_row: 0,
+    };
+    // SAFETY: a valid out pointer (fills struct_size and the defaults).
+    unsafe { sys::auxstore_restore_options_init(&mut o) };
+    o
+}
+
 fn c_targets<'x, I: IntoIterator<Item = (u32, &'x State<'x>)>>(targets: I) -> Vec<sys::auxstore_restore_target_t> {
     targets.into_iter().map(|(layer, s)| sys::auxstore_restore_target_t { layer, state: s.as_raw() }).collect()
 }
@@ -269,10 +289,13 @@ fn c_targets<'x, I: IntoIterator<Item = (u32, &'x State<'x>)>>(targets: I) -> Ve
 // ---- scopes -----------------------------------------------------------------------
 
 #[derive(Default)]
-struct ScopeInner {
+pub(crate) struct ScopeInner {
     // (restores whose done callback has not returned yet, callback panics)
     state: Mutex<(usize, usize)>,
     cv: Condvar,
+    // Batched restores started in the scope (they report through their
+    // handle, not a callback): waited for when the scope ends.
+    pub(crate) batches: Mutex<Vec<Arc<crate::restore_batch::BatchHandle>>>,
 }
 
 impl ScopeInner {
@@ -290,6 +313,10 @@ impl ScopeInner {
     }
     /// Waits for every restore; returns how many callbacks panicked.
     fn wait_all(&self) -> usize {
+        let batches = std::mem::take(&mut *self.batches.lock().unwrap_or_else(|e| e.into_inner()));
+        for b in &batches {
+            b.wait_quietly();
+        }
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         while s.0 > 0 {
             s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
@@ -303,8 +330,8 @@ impl ScopeInner {
 /// borrows; targets are borrowed for `'scope`, i.e. until the scope ends.
 /// `Sync`: restores may be started from several threads of the scope.
 pub struct RestoreScope<'scope, 'env: 'scope> {
-    pipeline: &'env Pipeline,
-    inner: Arc<ScopeInner>,
+    pub(crate) pipeline: &'env Pipeline,
+    pub(crate) inner: Arc<ScopeInner>,
     _scope: PhantomData<&'scope mut &'scope ()>,
     _env: PhantomData<&'env mut &'env ()>,
 }
@@ -321,6 +348,7 @@ impl std::fmt::Debug for RestoreOptions<'_> {
         f.debug_struct("RestoreOptions")
             .field("stream", &self.stream)
             .field("lease", &self.lease.as_ref().map(|l| l.id()))
+            .field("rows", &self.rows)
             .field("on_layer", &self.on_layer.is_some())
             .field("on_done", &self.done.is_some())
             .finish()
@@ -332,6 +360,7 @@ impl std::fmt::Debug for RestoreOptions<'_> {
 pub struct RestoreOptions<'scope> {
     stream: Option<StreamRef<'scope>>,
     lease: Option<Lease<'scope>>,
+    rows: Option<std::ops::Range<u64>>,
     on_layer: Option<Box<dyn Fn(u32) + Send + Sync + 'scope>>,
     done: Option<Box<dyn FnOnce(Result<()>) + Send + 'scope>>,
 }
@@ -352,6 +381,17 @@ impl<'scope> RestoreOptions<'scope> {
     /// completes, whatever the outcome.
     pub fn lease(mut self, lease: Lease<'scope>) -> Self {
         self.lease = Some(lease);
+        self
+    }
+    /// Rows `first..last` only, of QSA and DSA targets that hold exactly rows
+    /// `0..first` (the engine has the head on its device already): every
+    /// layer is still read and verified whole, only the range is uploaded,
+    /// the counters become `last` (QSA: the blocks complete by then
+    /// re-pooled). The restore's result is `InvalidArgument` for an opaque
+    /// target, a range outside the snapshot's rows, or a target holding
+    /// another number of rows.
+    pub fn rows(mut self, rows: std::ops::Range<u64>) -> Self {
+        self.rows = Some(rows);
         self
     }
     /// Called once per layer when its bytes (and QSA re-pool) are on the
@@ -460,21 +500,21 @@ impl<'scope, 'env> RestoreScope<'scope, 'env> {
     {
         let c = c_targets(targets.into_iter().map(|(l, s)| (l, &*s)));
         let backend = &self.pipeline.backend;
-        let mut o = sys::auxstore_restore_options_t {
-            struct_size: 0,
-            use_stream: 0,
-            stream: 0,
-            lease: 0,
-            on_layer: None,
-            on_layer_arg: ptr::null_mut(),
-            done: None,
-            done_arg: ptr::null_mut(),
-        };
-        // SAFETY: a valid out pointer (fills struct_size and the defaults).
-        unsafe { sys::auxstore_restore_options_init(&mut o) };
+        let mut o = c_restore_options();
         if let Some(s) = options.stream {
             o.use_stream = 1;
             o.stream = backend.own_stream(s, "auxstore::RestoreScope::start")?;
+        }
+        if let Some(r) = &options.rows {
+            if r.start > r.end {
+                return Err(Error::invalid(format!(
+                    "auxstore::RestoreScope::start: rows {}..{} end before they start",
+                    r.start, r.end
+                )));
+            }
+            o.use_rows = 1;
+            o.first_row = r.start;
+            o.last_row = r.end;
         }
         if let Some(l) = &options.lease {
             if !l.store().same_store(&self.pipeline.store) {

@@ -314,6 +314,21 @@ impl<'a> PutOptions<'a> {
     pub fn new() -> PutOptions<'a> {
         PutOptions::default()
     }
+    /// The C view, valid while `self` (its digest and chain) is borrowed.
+    pub(crate) fn to_c(&self) -> sys::auxstore_put_options_t {
+        sys::auxstore_put_options_t {
+            struct_size: std::mem::size_of::<sys::auxstore_put_options_t>(),
+            token_digest: self.token_digest.as_ref().map_or(std::ptr::null(), |d| d.0.as_ptr()),
+            // Prefix is repr(transparent) over [u8; 16].
+            block_chain: if self.block_chain.is_empty() {
+                std::ptr::null()
+            } else {
+                self.block_chain.as_ptr() as *const [u8; 16]
+            },
+            n_blocks: self.block_chain.len(),
+            block_size: self.block_size,
+        }
+    }
     /// Stores the digest of the tokens the prefix covers ([`crate::token_digest`]).
     pub fn token_digest(mut self, digest: TokenDigest) -> Self {
         self.token_digest = Some(digest);

@@ -168,3 +168,55 @@ fn page_tokens_is_part_of_the_namespace_id() {
         .unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)) && e.message().contains("not a whole number"), "{e}");
 }
+
+/// Paged puts straight from registered host memory (`put_from_host_with`):
+/// the two snapshots of one growing sequence share their pages exactly as
+/// `put_snapshot_with` makes them, every byte reads back, and options that
+/// are not one per snapshot, or a bad chain, are refused writing nothing.
+#[test]
+fn paged_puts_from_registered_memory_share_pages() {
+    let dir = TempDir::new("paged-host");
+    let store = open_store(&dir);
+    let ns = store.register_namespace("m", &geometry()).unwrap();
+    let toks = tokens(2, 128);
+    let chain = prefix_hashes(&toks, BLOCK, SALT).unwrap();
+    let raw = Rng::new(8).bf16s(128 * HD as usize);
+    let (a, b) = (qsa_of(&raw, 64), qsa_of(&raw, 128));
+    let mut memory = a.clone();
+    memory.extend_from_slice(&b);
+    let layers = [
+        [HostLayer { layer: 0, kind: Kind::Qsa, offset: 0, size: a.len() }],
+        [HostLayer { layer: 0, kind: Kind::Qsa, offset: a.len(), size: b.len() }],
+    ];
+    let snaps = [
+        HostSnapshot { ns, prefix: chain[3], token_count: 64, layers: &layers[0] },
+        HostSnapshot { ns, prefix: chain[7], token_count: 128, layers: &layers[1] },
+    ];
+    let mut buffer = store.register_host_buffer(&mut memory).unwrap();
+    let one = [PutOptions::new().block_chain(&chain[..4], BLOCK)];
+    let e = store.put_from_host_with(&mut buffer, &snaps, &one).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)) && e.message().contains("1 options for 2 snapshots"), "{e}");
+    // The puts run at once, so the second may find no page of the first yet:
+    // one after the other, as an engine snapshots a growing sequence.
+    let opts = [PutOptions::new().block_chain(&chain[..4], BLOCK), PutOptions::new().block_chain(&chain, BLOCK)];
+    for i in 0..2 {
+        let put = store.put_from_host_with(&mut buffer, &snaps[i..i + 1], &opts[i..i + 1]).unwrap();
+        put.wait().unwrap();
+    }
+    let before = store.stats().unwrap();
+    {
+        // A bad chain is checked when its put runs: that snapshot's own
+        // error; the other (already stored) is OK without a write.
+        let bad = [PutOptions::new().block_chain(&chain[..4], BLOCK), PutOptions::new().block_chain(&chain, 0)];
+        let put = store.put_from_host_with(&mut buffer, &snaps, &bad).unwrap();
+        assert!(matches!(put.wait_target(1), Err(Error::InvalidArgument(_))));
+        put.wait_target(0).unwrap();
+    }
+    drop(buffer);
+    assert_eq!(&*store.get_layer(ns, &chain[3], 0).unwrap(), &a[..]);
+    assert_eq!(&*store.get_layer(ns, &chain[7], 0).unwrap(), &b[..]);
+    let s = store.stats().unwrap();
+    assert_eq!(s.payload_bytes, (a.len() + b.len()) as u64, "{s:?}");
+    assert_eq!(s.unique_bytes, 128 * ROW, "each row stored once: {s:?}");
+    assert_eq!((s.snapshots, s.bytes_written), (2, before.bytes_written), "the refused put wrote nothing: {s:?}");
+}

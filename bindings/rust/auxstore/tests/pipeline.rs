@@ -413,3 +413,117 @@ fn targets_release_cleanly_once_the_scope_returned() {
     }
     assert_eq!(unsafe { sys::auxstore_misuse_count() }, misuse_before);
 }
+
+/// A batched restore: several snapshots with one handle, per-snapshot and
+/// per-layer waits, get_finished, a missing snapshot that fails alone, a
+/// lease released by its restore, and refusals that start nothing.
+#[test]
+fn batched_restores_of_many_snapshots_with_one_handle() {
+    let f = fixture("batch");
+    let p = Pipeline::with_options(&f.store, &f.backend, &small_pipeline_options()).unwrap();
+    let (t1, t2) = (512usize, 256usize);
+    let (b1, b2) = (seq_blobs(31, t1, (t1 / RATIO as usize) as u64), seq_blobs(32, t2, (t2 / RATIO as usize) as u64));
+    let (p1, p2, missing) = (prefix_of(31, t1), prefix_of(32, t2), prefix_of(33, 16));
+    f.store.put_snapshot(f.ns, &p1, t1 as u64, &b1.layers()).unwrap();
+    f.store.put_snapshot(f.ns, &p2, t2 as u64, &b2.layers()).unwrap();
+    let lease = f.store.lease(f.ns, &p2, 60_000).unwrap();
+    let lease_id = lease.id();
+    let engine = f.backend.create_stream().unwrap();
+    let (mut q1, mut d1, mut o1) = targets(&f.backend);
+    let (mut q2, mut d2, mut o2) = targets(&f.backend);
+    let (mut q3, _, _) = targets(&f.backend);
+    let finished = p.scope(|s| -> Result<Vec<usize>> {
+        let batch = s.start_batch(
+            vec![
+                BatchSnapshot::new(f.ns, &p1, [(0, &mut q1), (1, &mut d1), (2, &mut o1)]),
+                BatchSnapshot::new(f.ns, &p2, [(0, &mut q2), (1, &mut d2), (2, &mut o2)]).lease(lease),
+                BatchSnapshot::new(f.ns, &missing, [(0, &mut q3)]),
+            ],
+            Some((&engine).into()),
+        )?;
+        assert_eq!(batch.len(), 3);
+        for l in [0u32, 1, 2] {
+            batch.wait_layer(0, l)?;
+            assert!(batch.layer_done(0, l));
+        }
+        batch.wait_snapshot(1)?;
+        assert!(matches!(batch.wait_snapshot(2), Err(Error::NotFound(_))), "the missing one fails alone");
+        assert!(matches!(batch.wait_layer(2, 0), Err(Error::NotFound(_))));
+        assert!(matches!(batch.wait(), Err(Error::NotFound(_))), "wait reports the first failure");
+        assert!(batch.poll() && batch.snapshot_done(0) && batch.snapshot_done(2));
+        assert!(!batch.snapshot_done(3));
+        assert!(matches!(batch.wait_snapshot(3), Err(Error::InvalidArgument(_))));
+        let done = batch.finished()?;
+        assert!(batch.finished()?.is_empty(), "each snapshot is reported once");
+        Ok(done)
+    });
+    assert_eq!(finished.unwrap(), vec![0, 1, 2]);
+    engine.synchronize().unwrap();
+    check_restored(&b1, t1, (t1 / RATIO as usize) as u64, &q1, &d1, &o1);
+    check_restored(&b2, t2, (t2 / RATIO as usize) as u64, &q2, &d2, &o2);
+    assert_eq!(q3.counters().unwrap(), Counters::default(), "the missing snapshot's state is untouched");
+    assert!(matches!(f.store.release_lease(lease_id), Err(Error::NotFound(_))), "its restore released the lease");
+
+    // A dropped batch handle still restores, and the scope waits for it.
+    let (mut q4, mut d4, mut o4) = targets(&f.backend);
+    p.scope(|s| {
+        drop(
+            s.start_batch(vec![BatchSnapshot::new(f.ns, &p1, [(0, &mut q4), (1, &mut d4), (2, &mut o4)])], None)
+                .unwrap(),
+        );
+    });
+    check_restored(&b1, t1, (t1 / RATIO as usize) as u64, &q4, &d4, &o4);
+
+    // Refused up front: a lease of another store (released); nothing
+    // starts. (One state in two snapshots does not compile: each target is
+    // borrowed mutably.)
+    let other_dir = TempDir::new("batch-other");
+    let other = open_store(&other_dir);
+    let ons = other.register_namespace("pipe", &geometry()).unwrap();
+    other.put_snapshot(ons, &p1, 1, &[Layer::new(2, Kind::Opaque, &[1])]).unwrap();
+    let foreign = other.lease(ons, &p1, 60_000).unwrap();
+    let foreign_id = foreign.id();
+    let (mut q5, _, _) = targets(&f.backend);
+    p.scope(|s| {
+        let e = s.start_batch(vec![BatchSnapshot::new(f.ns, &p1, [(0, &mut q5)]).lease(foreign)], None).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)) && e.message().contains("snapshots[0]"), "{e}");
+    });
+    assert!(matches!(other.release_lease(foreign_id), Err(Error::NotFound(_))), "the refused batch's lease went");
+    assert_eq!(q5.counters().unwrap(), Counters::default());
+}
+
+/// Row ranges (`RestoreOptions::rows`): QSA and DSA states that hold rows
+/// `0..n` restore rows `n..m`; step by step they end exactly as a whole
+/// restore (bytes, counters, re-pooled block keys). A range that does not
+/// start at the rows a state holds, and an opaque target, fail the restore.
+#[test]
+fn row_ranges_restore_into_states_holding_the_rows_before() {
+    let f = fixture("rows");
+    let p = Pipeline::with_options(&f.store, &f.backend, &small_pipeline_options()).unwrap();
+    let tokens = 512usize;
+    let pooled = (tokens / RATIO as usize) as u64;
+    let b = seq_blobs(41, tokens, pooled);
+    let prefix = prefix_of(41, tokens);
+    f.store.put_snapshot(f.ns, &prefix, tokens as u64, &b.layers()).unwrap();
+    let (mut q, mut d, mut o) = targets(&f.backend);
+    for (first, last) in [(0u64, 100u64), (100, 333), (333, tokens as u64)] {
+        p.scope(|s| {
+            let h =
+                s.start(f.ns, &prefix, [(0, &mut q), (1, &mut d)], RestoreOptions::new().rows(first..last)).unwrap();
+            h.join().unwrap();
+        });
+        assert_eq!(q.counters().unwrap().count, last);
+        assert_eq!(d.counters().unwrap().count, last);
+    }
+    p.restore_wait(f.ns, &prefix, &mut [(2, &mut o)]).unwrap();
+    check_restored(&b, tokens, pooled, &q, &d, &o);
+
+    let (mut q2, _, mut o2) = targets(&f.backend);
+    p.scope(|s| {
+        let h = s.start(f.ns, &prefix, [(0, &mut q2)], RestoreOptions::new().rows(10..20)).unwrap();
+        assert!(matches!(h.join(), Err(Error::InvalidArgument(m)) if m.contains("holds 0 rows")));
+        let h = s.start(f.ns, &prefix, [(2, &mut o2)], RestoreOptions::new().rows(0..20)).unwrap();
+        assert!(matches!(h.join(), Err(Error::InvalidArgument(m)) if m.contains("opaque")));
+    });
+    assert_eq!(q2.counters().unwrap(), Counters::default());
+}

@@ -1,0 +1,108 @@
+// Reads of whole layers into caller memory: ReadLayerInto's copy of one
+// layer, and ReadLayersInto, several layers of one snapshot with one
+// manifest read and one iterator per owner put for all their records. Many
+// small layers (a connector's pages) cost a manifest Get and an iterator
+// Seek each otherwise, several times their bytes (bench/RESULTS.md,
+// "Connector calls"). The Store base class has a plain version over
+// ReadLayerInto for stores that do not override it.
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "store/db_store.h"
+#include "store/keys.h"
+
+namespace auxstore {
+namespace {
+
+// The layers from `from` on fail with `why`: the snapshot is gone or was
+// quarantined, so none of them can be read any more.
+void FailRest(std::span<Store::LayerInto> layers, size_t from, const Status& why) {
+  for (size_t i = from; i < layers.size(); ++i) {
+    layers[i].status = why.WithContext("layer " + std::to_string(layers[i].layer) + " not read");
+    layers[i].bytes = 0;
+  }
+}
+
+// Whether an error ends the reads of the snapshot's other layers.
+bool EndsSnapshot(const Status& st) { return st.IsNotFound() || st.IsCorruption(); }
+
+}  // namespace
+
+Status Store::ReadLayersInto(NamespaceId ns, const Prefix& prefix, std::span<LayerInto> layers) {
+  Status first;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    LayerInto& l = layers[i];
+    auto got = ReadLayerInto(ns, prefix, l.layer, l.dst);
+    l.status = got.status();
+    l.bytes = got.ok() ? *got : 0;
+    if (got.ok()) continue;
+    if (first.ok()) first = l.status;
+    // A layer the snapshot lacks is that layer's error; a snapshot gone is
+    // every remaining layer's.
+    if (l.status.IsCorruption()) {
+      FailRest(layers, i + 1, l.status);
+      break;
+    }
+  }
+  return first;
+}
+
+namespace store_internal {
+
+Result<uint64_t> DbStore::CopyLayerInto(NamespaceId ns, const Prefix& prefix,
+                                        const std::shared_ptr<const Manifest>& manifest,
+                                        uint32_t layer, std::span<uint8_t> dst,
+                                        const std::shared_ptr<PieceReader>& records) {
+  const LayerEntry* entry = manifest->FindLayer(layer);
+  if (entry && dst.size() < entry->bytes) {
+    return Status::OutOfRange("layer " + std::to_string(layer) + " of prefix " + prefix.ToHex() +
+                              " in namespace " + NamespaceHex(ns) + " is " +
+                              std::to_string(entry->bytes) + " bytes; the destination holds " +
+                              std::to_string(dst.size()));
+  }
+  AUXSTORE_ASSIGN_OR_RETURN(auto reader,
+                            OpenCursor(ns, prefix, manifest, layer, ReadMode{}, records));
+  const std::vector<uint8_t>& header = reader->entry().header;
+  std::copy(header.begin(), header.end(), dst.begin());
+  while (!reader->done()) {
+    const uint64_t at = reader->pieces()[reader->next()].blob_offset;
+    AUXSTORE_RETURN_IF_ERROR(reader->ReadInto(dst.subspan(at)).status());
+  }
+  return reader->entry().bytes;
+}
+
+Status DbStore::ReadLayersInto(NamespaceId ns, const Prefix& prefix, std::span<LayerInto> layers) {
+  if (layers.empty()) return Status::Ok();
+  auto loaded = LoadManifest(ns, prefix);
+  if (!loaded.ok()) {
+    FailRest(layers, 0, loaded.status());
+    return layers[0].status;
+  }
+  auto manifest = std::make_shared<const Manifest>(std::move(*loaded));
+  if (std::any_of(layers.begin(), layers.end(),
+                  [&](const LayerInto& l) { return manifest->FindLayer(l.layer) != nullptr; })) {
+    Touch(ns, prefix);
+  }
+  const auto records = NewPieceReader(ns, ReadMode{});
+  Status first;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    LayerInto& l = layers[i];
+    auto got = CopyLayerInto(ns, prefix, manifest, l.layer, l.dst, records);
+    l.status = got.status();
+    l.bytes = got.ok() ? *got : 0;
+    if (got.ok()) continue;
+    if (first.ok()) first = l.status;
+    // NotFound from a layer the manifest lacks is that layer's own; from a
+    // layer it has, the snapshot was erased or replaced while read.
+    const bool own = l.status.IsNotFound() && manifest->FindLayer(l.layer) == nullptr;
+    if (!own && EndsSnapshot(l.status)) {
+      FailRest(layers, i + 1, l.status);
+      break;
+    }
+  }
+  return first;
+}
+
+}  // namespace store_internal
+}  // namespace auxstore

@@ -1,0 +1,157 @@
+// Store::ReadLayersInto: several layers of one snapshot into caller memory
+// under one manifest read, each exactly as ReadLayerInto reads it; a
+// layer's own error fails that layer, a snapshot gone or damaged fails the
+// layers not yet read.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "auxstore/prefix.h"
+#include "store/keys.h"
+#include "tests/store/record_damage.h"
+#include "tests/store/store_test_fixture.h"
+
+namespace auxstore {
+namespace {
+
+using testing::PrefixFromSeed;
+using testing::RandomBytes;
+using LayerInto = Store::LayerInto;
+
+constexpr uint32_t kChunk = 4096;
+
+class ReadLayersIntoTest : public testing::StoreFixture {
+ protected:
+  void SetUp() override {
+    testing::StoreFixture::SetUp();
+    options_.chunk_bytes = kChunk;  // several pieces per layer
+    options_.background_maintenance = false;
+    Reopen();
+  }
+
+  // Puts opaque layers 0..sizes.size()-1 of `sizes` bytes under `p`.
+  std::vector<std::vector<uint8_t>> PutLayers(const Prefix& p, const std::vector<size_t>& sizes,
+                                              uint64_t seed) {
+    std::vector<std::vector<uint8_t>> blobs;
+    std::vector<LayerBlob> layers;
+    for (size_t l = 0; l < sizes.size(); ++l) blobs.push_back(RandomBytes(sizes[l], seed * 31 + l));
+    for (size_t l = 0; l < sizes.size(); ++l) {
+      layers.push_back({static_cast<uint32_t>(l), Kind::kOpaque, blobs[l]});
+    }
+    EXPECT_TRUE(store_->PutSnapshot(ns_, p, 1, layers).ok());
+    return blobs;
+  }
+
+  // One destination per layer, `room` bytes each, filled with 0xee.
+  static std::vector<LayerInto> Into(const std::vector<uint32_t>& layers,
+                                     std::vector<std::vector<uint8_t>>& room, size_t bytes) {
+    std::vector<LayerInto> out;
+    room.assign(layers.size(), std::vector<uint8_t>(bytes, 0xee));
+    for (size_t i = 0; i < layers.size(); ++i) out.push_back({layers[i], room[i]});
+    return out;
+  }
+
+  static std::vector<uint8_t> Got(const LayerInto& l) {
+    return {l.dst.begin(), l.dst.begin() + static_cast<std::ptrdiff_t>(l.bytes)};
+  }
+};
+
+TEST_F(ReadLayersIntoTest, ReadsEveryLayerAsReadLayerIntoDoesInAnyOrder) {
+  const Prefix p = PrefixFromSeed(1);
+  const auto blobs = PutLayers(p, {3 * kChunk + 5, 100, 0, 2 * kChunk}, 1);
+  PutLayers(PrefixFromSeed(2), {kChunk, kChunk}, 2);  // a neighbour's records around
+  std::vector<std::vector<uint8_t>> room;
+  auto layers = Into({3, 0, 2, 1, 0}, room, 4 * kChunk);
+  ASSERT_TRUE(store_->ReadLayersInto(ns_, p, layers).ok());
+  const uint32_t want[] = {3, 0, 2, 1, 0};
+  for (size_t i = 0; i < layers.size(); ++i) {
+    EXPECT_TRUE(layers[i].status.ok()) << i << ": " << layers[i].status.ToString();
+    EXPECT_EQ(Got(layers[i]), blobs[want[i]]) << "target " << i;
+    std::vector<uint8_t> alone(4 * kChunk);
+    auto n = store_->ReadLayerInto(ns_, p, want[i], alone);
+    ASSERT_TRUE(n.ok());
+    EXPECT_EQ(*n, layers[i].bytes);
+  }
+  EXPECT_EQ(room[2][0], 0xee) << "an empty layer writes nothing";
+  EXPECT_TRUE(store_->ReadLayersInto(ns_, p, {}).ok()) << "no layer: nothing to do";
+}
+
+TEST_F(ReadLayersIntoTest, APagedSnapshotsLayersReadFromEveryOwnerPut) {
+  const NamespaceSpec spec = testing::TestSpec();
+  constexpr uint32_t kBlock = 16;
+  std::vector<uint32_t> tokens(128);
+  for (uint32_t t = 0; t < tokens.size(); ++t) tokens[t] = 7 + t;
+  const auto keys = RandomBytes(tokens.size() * spec.qsa.hd * 2, 5);
+  std::vector<std::vector<uint8_t>> longest;
+  for (uint64_t n : {64u, 128u}) {
+    auto qsa =
+        EncodeQsaBlob(n, n / spec.qsa.ratio, ByteSpan(keys).first(n * spec.qsa.hd * 2), spec.qsa.hd)
+            .value();
+    const auto opaque = RandomBytes(n * 10, n);
+    PutOptions o;
+    o.block_chain = PrefixHashes(std::span(tokens).first(n), kBlock, 0);
+    o.block_size = kBlock;
+    const LayerBlob layers[] = {{0, Kind::kQsa, qsa}, {1, Kind::kOpaque, opaque}};
+    ASSERT_TRUE(store_->PutSnapshot(ns_, PrefixFromSeed(n), n, layers, o).ok());
+    longest = {qsa, opaque};
+  }
+  std::vector<std::vector<uint8_t>> room;
+  auto layers = Into({0, 1}, room, longest[0].size() + longest[1].size());
+  ASSERT_TRUE(store_->ReadLayersInto(ns_, PrefixFromSeed(128), layers).ok());
+  EXPECT_EQ(Got(layers[0]), longest[0]);
+  EXPECT_EQ(Got(layers[1]), longest[1]);
+}
+
+TEST_F(ReadLayersIntoTest, ALayersOwnErrorFailsThatLayerOnly) {
+  const Prefix p = PrefixFromSeed(1);
+  const auto blobs = PutLayers(p, {2 * kChunk, 3 * kChunk}, 1);
+  std::vector<uint8_t> small(2 * kChunk, 0xee), big(3 * kChunk), also(2 * kChunk);
+  std::vector<LayerInto> layers = {{9, also}, {1, small}, {0, big}};
+  const Status st = store_->ReadLayersInto(ns_, p, layers);
+  EXPECT_TRUE(st.IsNotFound()) << "the first error: " << st.ToString();
+  EXPECT_TRUE(layers[0].status.IsNotFound()) << layers[0].status.ToString();
+  EXPECT_EQ(layers[1].status.code(), StatusCode::kOutOfRange) << layers[1].status.ToString();
+  EXPECT_TRUE(std::all_of(small.begin(), small.end(), [](uint8_t b) { return b == 0xee; }))
+      << "too small: nothing written";
+  EXPECT_TRUE(layers[2].status.ok()) << layers[2].status.ToString();
+  EXPECT_EQ(Got(layers[2]), blobs[0]);
+  EXPECT_EQ(store_->Stats().quarantines, 0u);
+}
+
+TEST_F(ReadLayersIntoTest, AMissingSnapshotFailsEveryLayer) {
+  std::vector<std::vector<uint8_t>> room;
+  auto layers = Into({0, 1}, room, kChunk);
+  EXPECT_TRUE(store_->ReadLayersInto(ns_, PrefixFromSeed(5), layers).IsNotFound());
+  for (const LayerInto& l : layers) {
+    EXPECT_TRUE(l.status.IsNotFound()) << l.status.ToString();
+    EXPECT_EQ(l.bytes, 0u);
+  }
+  EXPECT_EQ(room[0][0], 0xee);
+}
+
+TEST_F(ReadLayersIntoTest, ADamagedLayerQuarantinesAndFailsTheLayersNotYetRead) {
+  const Prefix p = PrefixFromSeed(1), other = PrefixFromSeed(2);
+  const auto blobs = PutLayers(p, {kChunk, 2 * kChunk, kChunk}, 1);
+  const auto kept = PutLayers(other, {kChunk}, 2);
+  const std::string key =
+      store_internal::RecordKey(ns_, store_->GetManifest(ns_, p)->put_id, 1, 0, 1);
+  Close();
+  testing::RewriteRecord(path(), key, [](std::string* v) { (*v)[v->size() / 2] ^= 0x10; });
+  Open();
+  std::vector<std::vector<uint8_t>> room;
+  auto layers = Into({0, 1, 2}, room, 2 * kChunk);
+  EXPECT_TRUE(store_->ReadLayersInto(ns_, p, layers).IsCorruption());
+  EXPECT_TRUE(layers[0].status.ok()) << "read before the damage";
+  EXPECT_EQ(Got(layers[0]), blobs[0]);
+  EXPECT_TRUE(layers[1].status.IsCorruption()) << layers[1].status.ToString();
+  EXPECT_TRUE(layers[2].status.IsCorruption()) << layers[2].status.ToString();
+  EXPECT_NE(layers[2].status.message().find("not read"), std::string::npos)
+      << layers[2].status.message();
+  EXPECT_EQ(store_->Stats().quarantines, 1u);
+  EXPECT_TRUE(store_->GetManifest(ns_, p).status().IsNotFound());
+  EXPECT_EQ(store_->GetLayer(ns_, other, 0).value(), kept[0]) << "only the damaged snapshot goes";
+}
+
+}  // namespace
+}  // namespace auxstore
