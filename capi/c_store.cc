@@ -405,4 +405,27 @@ int auxstore_stats(auxstore_t* db, auxstore_stats_t* out, char** errmsg) {
   });
 }
 
+int auxstore_shared_stats(auxstore_t* db, auxstore_shared_stats_t* out, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_ASSIGN_OR_RETURN(const auto d, Live(db, "db"));
+    AUXSTORE_RETURN_IF_ERROR(NotNull(out, "out"));
+    if (out->struct_size < sizeof(auxstore_shared_stats_t)) {
+      return Status::InvalidArgument("out->struct_size is " + std::to_string(out->struct_size) +
+                                     ", expected sizeof(auxstore_shared_stats_t)");
+    }
+    const auxstore::StoreStats s = d->store->Stats();
+    *out = {sizeof(auxstore_shared_stats_t),
+            s.shared ? 1 : 0,
+            s.shared_uploads,
+            s.shared_pages_stored,
+            s.shared_pages_present,
+            s.shared_upload_failures,
+            s.shared_shed,
+            s.shared_queued,
+            s.shared_restores,
+            s.shared_corruptions};
+    return Status::Ok();
+  });
+}
+
 }  // extern "C"

@@ -54,6 +54,21 @@ void AppendStoreMetrics(const StoreStats& s, std::string_view labels, std::strin
           s.fenced ? 1 : 0);
   m.Gauge("auxstore_index_ready", "1 once the background LRU index has loaded.",
           s.index_ready ? 1 : 0);
+  if (!s.shared) return;  // the shared tier's (docs/shared-tier.md), when there is one
+  m.Counter("auxstore_shared_uploads_total", "Snapshots committed to the pool (or found there).",
+            s.shared_uploads);
+  m.Counter("auxstore_shared_pages_total", "Page objects of this handle's uploads, by outcome.",
+            {{"result=\"stored\"", s.shared_pages_stored},
+             {"result=\"present\"", s.shared_pages_present}});
+  m.Counter("auxstore_shared_upload_failures_total",
+            "Upload attempts that failed (retried while queued).", s.shared_upload_failures);
+  m.Counter("auxstore_shared_shed_total",
+            "Write-behind snapshots not uploaded: the upload queue was full.", s.shared_shed);
+  m.Gauge("auxstore_shared_queued", "Write-behind snapshots waiting for upload.", s.shared_queued);
+  m.Counter("auxstore_shared_restores_total",
+            "Snapshots restored from the pool into the local store.", s.shared_restores);
+  m.Counter("auxstore_shared_corruptions_total",
+            "Pool objects found damaged (their snapshots quarantined).", s.shared_corruptions);
 }
 
 }  // namespace auxstore

@@ -344,6 +344,24 @@ int auxstore_erase(auxstore_t* db, uint64_t ns, const uint8_t prefix[16], char**
 int auxstore_flush(auxstore_t* db, char** errmsg);
 int auxstore_stats(auxstore_t* db, auxstore_stats_t* out, char** errmsg);
 
+/* The shared tier's counters, by this handle (docs/shared-tier.md); all 0
+ * and `shared` 0 for a store without one. Set out->struct_size to
+ * sizeof(auxstore_shared_stats_t) first: AUXSTORE_INVALID_ARGUMENT when it
+ * is smaller; a later, larger struct is filled as far as this one goes. */
+typedef struct auxstore_shared_stats_t {
+  size_t struct_size;
+  int shared;               /* 1: the store has a shared tier */
+  uint64_t uploads;         /* snapshots committed to the pool (or found there) */
+  uint64_t pages_stored;    /* page objects created in the pool */
+  uint64_t pages_present;   /* pages the pool held already (nothing stored) */
+  uint64_t upload_failures; /* upload attempts that failed (retried while queued) */
+  uint64_t shed;            /* write-behind snapshots not uploaded: the queue was full */
+  uint64_t queued;          /* write-behind snapshots waiting for upload now */
+  uint64_t restores;        /* snapshots restored from the pool into the local store */
+  uint64_t corruptions;     /* pool objects found damaged (their snapshots quarantined) */
+} auxstore_shared_stats_t;
+int auxstore_shared_stats(auxstore_t* db, auxstore_shared_stats_t* out, char** errmsg);
+
 /* Prometheus text exposition (format 0.0.4) of the store's counters and
  * gauges and, when `pipeline` is not NULL, the pipeline's counters and
  * latency / throughput histograms (docs/metrics.md lists every metric).

@@ -144,6 +144,7 @@ struct StoreStats {
   bool index_ready = false;           // the background LRU index has loaded
   bool fenced = false;                // a write failed; reopen to write again
   // The shared tier (Options::shared; all 0 without one), by this handle:
+  bool shared = false;                  // the store has a shared tier
   uint64_t shared_uploads = 0;          // snapshots committed to the pool (or found there)
   uint64_t shared_pages_stored = 0;     // page objects created in the pool
   uint64_t shared_pages_present = 0;    // pages the pool held already (stored nothing)

@@ -9,16 +9,12 @@
 #include <optional>
 #include <set>
 
+#include "store/rados/manifest_fields.h"
 #include "store/rados/rados_aio.h"
 
 namespace auxstore::rados {
 namespace {
 
-constexpr const char* kHashXattr = "auxstore.xxh3";
-constexpr const char* kPagesXattr = "auxstore.pages";
-constexpr const char* kRefXattr = "auxstore.ref";
-constexpr std::string_view kLeasePrefix = "lease.";
-constexpr uint64_t kOmapPage = 1024;  // osd_max_omap_entries_per_request
 constexpr int kEraseAttempts = 16;
 
 librados::bufferlist BufferOf(std::string_view s) {
@@ -31,20 +27,6 @@ std::string HashOf(ByteSpan bytes) {
   XXH128_canonical_t canon;
   XXH128_canonicalFromHash(&canon, XXH3_128bits(bytes.data(), bytes.size()));
   return std::string(reinterpret_cast<const char*>(canon.digest), sizeof canon.digest);
-}
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::optional<int64_t> ParseMs(const librados::bufferlist& bl) {
-  std::string s = bl.to_str();
-  int64_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
 }
 
 Status CheckId(ByteSpan id) {
@@ -66,7 +48,7 @@ Status CheckHolder(std::string_view holder) {
 }  // namespace
 
 Status RadosManifests::TouchPages(const std::string& manifest, std::span<const PageKey> pages) {
-  const std::string now = std::to_string(NowMs());
+  const std::string now = std::to_string(NowUnixMs());
   std::vector<librados::ObjectWriteOperation> ops(pages.size());
   std::optional<Status> first_error;
   RunWindowed(
@@ -177,7 +159,8 @@ Result<StoredManifest> RadosManifests::Read(ByteSpan id) {
   }
   AUXSTORE_ASSIGN_OR_RETURN(m.pages, PagesOf(object));
   auto count = xattrs.find(kPagesXattr);
-  if (count == xattrs.end() || ParseMs(count->second) != static_cast<int64_t>(m.pages.size())) {
+  if (count == xattrs.end() ||
+      ParseDecimal(count->second) != static_cast<int64_t>(m.pages.size())) {
     return Status::Corruption(bad + "names " + std::to_string(m.pages.size()) +
                               " pages, not the count it was committed with");
   }
@@ -191,7 +174,7 @@ Status RadosManifests::TakeLease(ByteSpan id, std::string_view holder,
   const std::string object = ManifestObjectName(id);
   std::map<std::string, librados::bufferlist> lease;
   lease.emplace(std::string(kLeasePrefix) + std::string(holder),
-                BufferOf(std::to_string(NowMs() + duration.count())));
+                BufferOf(std::to_string(NowUnixMs() + duration.count())));
   librados::ObjectWriteOperation op;
   op.assert_exists();  // a lease never recreates an erased manifest
   op.omap_set(lease);
@@ -220,7 +203,7 @@ Result<std::vector<Lease>> RadosManifests::Leases(ByteSpan id) {
   if (rc < 0) return conn_.Check(rc, "read the leases of " + object);
   std::vector<Lease> out;
   for (const auto& [key, v] : vals) {
-    auto ms = ParseMs(v);
+    auto ms = ParseDecimal(v);
     if (!ms) return Status::Corruption(object + ": lease '" + key + "' has no deadline");
     out.push_back({key.substr(kLeasePrefix.size()),
                    std::chrono::system_clock::time_point(std::chrono::milliseconds(*ms))});
@@ -246,9 +229,9 @@ Status RadosManifests::Erase(ByteSpan id) {
     uint64_t version = c->get_version64();
     c->release();
     if (rc < 0) return conn_.Check(rc, "read the leases of " + object + " to erase it");
-    const int64_t now = NowMs();
+    const int64_t now = NowUnixMs();
     for (const auto& [key, v] : leases) {
-      auto deadline = ParseMs(v);
+      auto deadline = ParseDecimal(v);
       if (deadline && *deadline > now) {
         return Status::Busy("RADOS pool '" + conn_.uri().pool + "': " + object + " is leased by " +
                             key.substr(kLeasePrefix.size()) + " for another " +

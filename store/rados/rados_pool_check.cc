@@ -10,16 +10,13 @@
 #include <set>
 #include <system_error>
 
+#include "store/rados/manifest_fields.h"
 #include "store/rados/rados_aio.h"
 #include "store/rados/rados_manifests.h"
 
 namespace auxstore::rados {
 namespace {
 
-// As RadosManifests writes them (object_names.h describes the layout).
-constexpr const char* kHashXattr = "auxstore.xxh3";
-constexpr const char* kPagesXattr = "auxstore.pages";
-constexpr uint64_t kOmapPage = 1024;  // osd_max_omap_entries_per_request
 // Pages read per RunWindowed round: bounds the ops and buffers held at once.
 constexpr size_t kPageChunk = 4096;
 

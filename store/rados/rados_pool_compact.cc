@@ -7,31 +7,12 @@
 #include <optional>
 #include <set>
 
+#include "store/rados/manifest_fields.h"
 #include "store/rados/rados_aio.h"
 #include "store/rados/rados_pool_check.h"
 #include "store/rados/rados_reclaim.h"
 
 namespace auxstore::rados {
-namespace {
-
-constexpr std::string_view kLeasePrefix = "lease.";  // as RadosManifests writes them
-constexpr uint64_t kOmapPage = 1024;
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::optional<int64_t> ParseMs(const librados::bufferlist& bl) {
-  std::string s = bl.to_str();
-  int64_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
-}  // namespace
 
 // Reads each manifest's leases and version in one aio op; removes the expired
 // ones in a second op guarded by that version, so a lease renewed in between
@@ -45,7 +26,7 @@ Result<size_t> RadosPoolCheck::DropExpiredLeases(const std::vector<std::string>&
   std::vector<uint64_t> versions(n, 0);
   std::vector<std::set<std::string>> expired(n);
   std::optional<Status> failed;
-  const int64_t now = NowMs();
+  const int64_t now = NowUnixMs();
   RunWindowed(
       n, max_in_flight_,
       [&](size_t i, librados::AioCompletion* c) {
@@ -61,7 +42,7 @@ Result<size_t> RadosPoolCheck::DropExpiredLeases(const std::vector<std::string>&
         }
         versions[i] = c->get_version64();
         for (const auto& [key, v] : leases[i]) {
-          auto deadline = ParseMs(v);
+          auto deadline = ParseDecimal(v);
           if (deadline && *deadline <= now) expired[i].insert(key);
         }
       });

@@ -7,12 +7,11 @@
 #include <map>
 #include <random>
 
+#include "store/rados/manifest_fields.h"
 #include "store/rados/rados_aio.h"
 
 namespace auxstore::shared {
 namespace {
-
-constexpr const char* kHashXattr = "auxstore.xxh3";  // as RadosManifests writes it
 
 std::string MakeHolder() {
   char host[128] = {};
@@ -128,7 +127,7 @@ Result<std::vector<std::optional<SharedRecord>>> SharedTier::ReadRecords(
       [&](size_t i, librados::AioCompletion* c) {
         objects[i] = ObjectOf(ns, prefixes[i]);
         ops[i].read(0, 0, &data[i], nullptr);
-        ops[i].getxattr(kHashXattr, &hash[i], &hash_rc[i]);
+        ops[i].getxattr(rados::kHashXattr, &hash[i], &hash_rc[i]);
         return ss.conn->io().aio_operate(objects[i], c, &ops[i], nullptr);
       },
       [&](size_t i, int rc, librados::AioCompletion*) {
@@ -157,6 +156,57 @@ Result<std::vector<std::optional<SharedRecord>>> SharedTier::ReadRecords(
       });
   for (auto& [i, why] : damaged) QuarantineRecord(ss, ns, prefixes[i]);
   if (!failed.ok()) return Note(failed);
+  return out;
+}
+
+Result<SharedTier::Listing> SharedTier::ListRecords(std::optional<NamespaceId> ns) {
+  AUXSTORE_ASSIGN_OR_RETURN(auto session, Current());
+  Session& ss = *session;
+  auto names = rados::ListNamespaceObjects(*ss.conn);
+  if (!names.ok()) return Note(names.status());
+  Listing out;
+  std::vector<std::string> manifests;
+  for (const std::string& name : *names) {
+    if (name.starts_with(rados::kManifestPrefix)) manifests.push_back(name);
+    if (rados::PageKey::FromObjectName(name)) ++out.page_objects;
+  }
+  const size_t n = manifests.size();
+  std::vector<librados::bufferlist> data(n), hash(n);
+  std::vector<int> hash_rc(n, 0);
+  std::vector<librados::ObjectReadOperation> ops(n);
+  std::vector<std::optional<SharedRecord>> records(n);
+  std::vector<bool> damaged(n, false);
+  Status failed;
+  rados::RunWindowed(
+      n, 32,
+      [&](size_t i, librados::AioCompletion* c) {
+        ops[i].read(0, 0, &data[i], nullptr);
+        ops[i].getxattr(rados::kHashXattr, &hash[i], &hash_rc[i]);
+        return ss.conn->io().aio_operate(manifests[i], c, &ops[i], nullptr);
+      },
+      [&](size_t i, int rc, librados::AioCompletion*) {
+        if (rc == -ENOENT) return;  // erased since the listing
+        if (rc < 0) {
+          if (failed.ok()) failed = ss.conn->Check(rc, "read " + manifests[i]);
+          return;
+        }
+        std::vector<uint8_t> bytes(data[i].length());
+        data[i].begin().copy(bytes.size(), reinterpret_cast<char*>(bytes.data()));
+        const auto key = rados::PageKey::Of(bytes);
+        const std::string want(reinterpret_cast<const char*>(key.hash.data()), key.hash.size());
+        auto rec = DecodeSharedRecord(bytes, manifests[i]);
+        if (hash_rc[i] < 0 || hash[i].to_str() != want || !rec.ok() ||
+            ObjectOf(rec->ns, rec->prefix) != manifests[i]) {
+          damaged[i] = true;
+        } else {
+          records[i] = std::move(rec).value();
+        }
+      });
+  if (!failed.ok()) return Note(failed);
+  for (size_t i = 0; i < n; ++i) {
+    if (damaged[i]) ++out.damaged;
+    if (records[i] && (!ns || records[i]->ns == *ns)) out.records.push_back(std::move(*records[i]));
+  }
   return out;
 }
 

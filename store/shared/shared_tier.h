@@ -72,6 +72,17 @@ class SharedTier {
   // Removes the record: Busy while another node's lease holds it; OK when absent.
   Status Erase(NamespaceId ns, const Prefix& prefix);
 
+  // Every record in the pool, optionally of one namespace only, read in
+  // batches and checked as ReadRecords checks them (a damaged one is
+  // counted, not quarantined: listing changes nothing), and the object
+  // counts of the pool's namespace.
+  struct Listing {
+    std::vector<SharedRecord> records;  // in object-name order
+    size_t damaged = 0;
+    size_t page_objects = 0;
+  };
+  Result<Listing> ListRecords(std::optional<NamespaceId> ns);
+
   // The pool's own verify, repair and compact (store/rados/rados_pool_check.h).
   Result<rados::PoolVerifyReport> VerifyPool();
   Result<rados::PoolRepairReport> RepairPool();

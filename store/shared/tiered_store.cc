@@ -100,6 +100,7 @@ Status TieredStore::Erase(NamespaceId ns, const Prefix& prefix) {
 StoreStats TieredStore::Stats() {
   StoreStats s = local_->Stats();
   TierCounters& c = tier_->counters();
+  s.shared = true;
   s.shared_uploads = c.uploads;
   s.shared_pages_stored = c.pages_stored;
   s.shared_pages_present = c.pages_present;

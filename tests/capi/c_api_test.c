@@ -579,8 +579,67 @@ static void test_restore(void) {
   pthread_cond_destroy(&box.cv);
   pthread_mutex_destroy(&box.mu);
   release_targets(t);
+
+  /* Row ranges (options->use_rows): QSA and DSA targets that hold rows
+   * [0, N) restore rows [N, M); step by step they end as a whole restore. */
+  make_targets(t);
+  auxstore_restore_options_t o;
+  auxstore_restore_options_init(&o);
+  o.use_rows = 1;
+  const uint64_t steps[4] = {0, 100, 120, 301}; /* DSA has 120 rows, QSA 301 */
+  for (int k = 0; k < 3; ++k) {
+    o.first_row = steps[k];
+    o.last_row = steps[k + 1];
+    auxstore_restore_handle_t* h = NULL;
+    CHECK_OK(auxstore_restore_start(p, g_ns, g_prefixes[2], t, k < 2 ? 2 : 1, &o, &h, &err));
+    CHECK_OK(auxstore_restore_join(h, &err));
+    auxstore_restore_handle_release(h);
+    CHECK_OK(auxstore_state_counters(t[0].state, &count, NULL, &err));
+    CHECK(count == steps[k + 1]);
+  }
+  CHECK_OK(auxstore_restore_wait(p, g_ns, g_prefixes[2], &t[2], 1, &err)); /* opaque: whole */
+  expect_restored(t);
+  release_targets(t);
+  /* Refused by the restore: a range that does not start at the rows the
+   * target holds; an opaque target. A caller built before the row fields
+   * (the shorter struct) restores whole layers. */
+  make_targets(t);
+  o.first_row = 10;
+  o.last_row = 20;
+  auxstore_restore_handle_t* h = NULL;
+  CHECK_OK(auxstore_restore_start(p, g_ns, g_prefixes[2], t, 2, &o, &h, &err));
+  CHECK_ERR(auxstore_restore_join(h, &err), AUXSTORE_INVALID_ARGUMENT, "holds 0 rows");
+  auxstore_restore_handle_release(h);
+  o.first_row = 0;
+  CHECK_OK(auxstore_restore_start(p, g_ns, g_prefixes[2], &t[2], 1, &o, &h, &err));
+  CHECK_ERR(auxstore_restore_join(h, &err), AUXSTORE_INVALID_ARGUMENT, "opaque");
+  auxstore_restore_handle_release(h);
+  o.first_row = 30;
+  CHECK_ERR(auxstore_restore_start(p, g_ns, g_prefixes[2], t, 2, &o, &h, &err),
+            AUXSTORE_INVALID_ARGUMENT, "first_row 30 is after last_row 20");
+  o.struct_size = offsetof(auxstore_restore_options_t, use_rows);
+  CHECK_OK(auxstore_restore_start(p, g_ns, g_prefixes[2], t, 3, &o, &h, &err));
+  CHECK_OK(auxstore_restore_join(h, &err));
+  auxstore_restore_handle_release(h);
+  expect_restored(t);
+  release_targets(t);
   auxstore_pipeline_destroy(p);
   auxstore_pipeline_destroy(NULL);
+}
+
+/* A store without a shared tier: shared 0, every counter 0; the struct's
+ * size is checked first. */
+static void test_shared_stats_without_a_tier(void) {
+  auxstore_shared_stats_t s;
+  memset(&s, 0xff, sizeof s);
+  s.struct_size = sizeof s - 8;
+  CHECK_ERR(auxstore_shared_stats(g_db, &s, &err), AUXSTORE_INVALID_ARGUMENT,
+            "expected sizeof(auxstore_shared_stats_t)");
+  CHECK_ERR(auxstore_shared_stats(g_db, NULL, &err), AUXSTORE_INVALID_ARGUMENT, "out is NULL");
+  s.struct_size = sizeof s;
+  CHECK_OK(auxstore_shared_stats(g_db, &s, &err));
+  CHECK(s.struct_size == sizeof s && s.shared == 0 && s.uploads == 0 && s.queued == 0 &&
+        s.restores == 0 && s.corruptions == 0 && s.shed == 0);
 }
 
 static void test_erase_and_read_only(void) {
@@ -636,6 +695,7 @@ int main(void) {
   test_open_and_namespace();
   if (g_db != NULL) {
     test_snapshots();
+    test_shared_stats_without_a_tier();
     test_backend_and_states();
     if (g_backend != NULL) test_restore();
     auxstore_backend_destroy(g_backend);

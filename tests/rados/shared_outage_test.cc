@@ -2,8 +2,9 @@
 // with SIGKILL, the monitor up): each call that needs the pool returns
 // Unavailable within the op timeout, what the local store holds is still
 // served, kBehind puts are accepted locally and their uploads wait, Flush
-// reports them, and once the OSDs are back they are written and another
-// node restores them. Kills OSDs: runs after every other ceph test.
+// reports them, a full upload queue sheds (counted) or makes the put wait,
+// and once the OSDs are back they are written and another node restores
+// them. Kills OSDs: runs after every other ceph test.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -86,6 +87,39 @@ TEST(SharedStoreOutage, CallsReturnUnavailableLocalReadsGoOnQueuedUploadsLandAft
   EXPECT_EQ((*q)->Stats().shared_queued, 1u);
   EXPECT_GE((*q)->Stats().shared_upload_failures, 1u);
 
+  // A full upload queue: with shedding, a put past its bound is committed
+  // locally, not queued, and counted; without, the put waits for room.
+  const Conversation shed_conv(78), wait_conv(79);
+  const auto bytes_of = [](const Conversation& c, uint64_t n) {
+    uint64_t b = 0;
+    for (const auto& l : c.Blobs(n)) b += l.size();
+    return b;
+  };
+  Options so;
+  so.shared = uri;
+  so.shared_write = SharedWrite::kBehind;
+  so.background_maintenance = false;
+  so.shared_queue_bytes = bytes_of(shed_conv, 64) + bytes_of(shed_conv, 128);
+  so.shared_shed_when_full = true;
+  auto s = Store::Open(so, tmp.Sub("s"));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_TRUE((*s)->RegisterNamespace(conv.spec()).ok());
+  for (uint64_t n : {64, 128, 192, 256, 320}) {
+    EXPECT_TRUE(
+        Timed("OSDs dead: kBehind put, shedding", [&] { return shed_conv.Put(**s, *ns, n); }).ok());
+  }
+  EXPECT_EQ((*s)->Stats().shared_queued, 2u) << "64 and 128 fill the queue";
+  EXPECT_EQ((*s)->Stats().shared_shed, 3u) << "192, 256 and 320 did not fit";
+  so.shared_queue_bytes = bytes_of(wait_conv, 64);
+  so.shared_shed_when_full = false;
+  auto w = Store::Open(so, tmp.Sub("w"));
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  ASSERT_TRUE((*w)->RegisterNamespace(conv.spec()).ok());
+  ASSERT_TRUE(wait_conv.Put(**w, *ns, 64).ok());
+  auto waiting = std::async(std::launch::async, [&] { return wait_conv.Put(**w, *ns, 128); });
+  // The pool is dead, so nothing can make room: the put stays in its wait.
+  EXPECT_EQ(waiting.wait_for(2s), std::future_status::timeout) << "a full queue did not wait";
+
   const std::string sh = rados::testenv::ClusterSh(), dir = rados::testenv::ClusterDir();
   const std::string start_osd = sh + " start-osd " + dir + " ";
   ASSERT_EQ(rados::testenv::Shell(start_osd + "0 & a=$!; " + start_osd + "1 & b=$!; " + start_osd +
@@ -101,6 +135,16 @@ TEST(SharedStoreOutage, CallsReturnUnavailableLocalReadsGoOnQueuedUploadsLandAft
   EXPECT_TRUE(flushed.ok()) << flushed.ToString();
   EXPECT_EQ((*q)->Stats().shared_queued, 0u);
   EXPECT_EQ((*q)->Stats().shared_shed, 0u);
+  // The waiting put got its room once the queue's first upload landed.
+  ASSERT_EQ(waiting.wait_for(kHangBound), std::future_status::ready);
+  EXPECT_TRUE(waiting.get().ok());
+  for (auto* store : {&*s, &*w}) {
+    for (int i = 0; i < 10 && !(*store)->Flush().ok(); ++i) {
+    }
+    EXPECT_EQ((*store)->Stats().shared_queued, 0u);
+  }
+  EXPECT_EQ((*s)->Stats().shared_shed, 3u);
+  EXPECT_EQ((*w)->Stats().shared_shed, 0u);
   // The kThrough put refused meanwhile goes up when put again.
   EXPECT_TRUE(conv.Put(**a, *ns, 256).ok());
   auto g = OpenShared(tmp.Sub("g"), uri);
@@ -109,6 +153,16 @@ TEST(SharedStoreOutage, CallsReturnUnavailableLocalReadsGoOnQueuedUploadsLandAft
   EXPECT_TRUE(conv.Check(**g, *ns, 192).ok());
   EXPECT_TRUE(conv.Check(**g, *ns, 256).ok());
   EXPECT_TRUE(conv.Check(**g, *ns, 128).ok());
+  // What was queued reached the pool; what was shed did not, and is still
+  // served by the store that took it.
+  for (uint64_t n : {64, 128}) {
+    EXPECT_TRUE(shed_conv.Check(**g, *ns, n).ok()) << n;
+    EXPECT_TRUE(wait_conv.Check(**g, *ns, n).ok()) << n;
+  }
+  for (uint64_t n : {192, 256, 320}) {
+    EXPECT_TRUE(shed_conv.Check(**g, *ns, n).IsNotFound()) << n << " was shed";
+    EXPECT_TRUE(shed_conv.Check(**s, *ns, n).ok()) << n;
+  }
 }
 
 }  // namespace

@@ -9,8 +9,10 @@
 #include <set>
 #include <thread>
 
+#include "auxstore/metrics.h"
 #include "store/rados/rados_reclaim.h"
 #include "tests/rados/rados_test_env.h"
+#include "tests/rados/shared_pool_fixture.h"
 #include "tests/rados/shared_test_env.h"
 
 namespace auxstore::sharedtest {
@@ -19,32 +21,13 @@ namespace {
 using namespace std::chrono_literals;
 using testing::TempDir;
 
-constexpr uint32_t kOpTimeoutMs = 3000;
-
-class SharedStoreTest : public ::testing::Test {
+class SharedStoreTest : public SharedPoolTest {
  protected:
-  void SetUp() override {
-    rados_uri_ = rados::testenv::UriFor(rados::testenv::UniqueNamespace(), kOpTimeoutMs);
-    uri_ = rados_uri_.ToString();
-    conn_ = rados::testenv::Connect(rados_uri_);
-    ASSERT_TRUE(conn_);
-  }
   std::unique_ptr<Store> Open(const std::string& dir, SharedWrite mode = SharedWrite::kThrough) {
     auto s = OpenShared(dir, uri_, mode);
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return s.ok() ? std::move(s).value() : nullptr;
   }
-  size_t Objects(std::string_view prefix = "") {
-    size_t n = 0;
-    for (auto it = conn_->io().nobjects_begin(); it != conn_->io().nobjects_end(); ++it)
-      if (it->get_oid().starts_with(prefix)) ++n;
-    return n;
-  }
-
-  TempDir tmp_;
-  rados::RadosUri rados_uri_;
-  std::string uri_;
-  std::unique_ptr<rados::RadosConnection> conn_;
 };
 
 TEST_F(SharedStoreTest, AnotherProcessRestoresChainedSnapshotsByteExactAndStoresNothingNew) {
@@ -55,7 +38,16 @@ TEST_F(SharedStoreTest, AnotherProcessRestoresChainedSnapshotsByteExactAndStores
   ASSERT_TRUE(ns.ok());
   for (uint64_t n : {128, 256, 384}) ASSERT_TRUE(conv.Put(*a, *ns, n).ok()) << n;
   const StoreStats sa = a->Stats();
+  EXPECT_TRUE(sa.shared);
   EXPECT_EQ(sa.shared_uploads, 3u);
+  // The same counters in the Prometheus text.
+  std::string metrics;
+  AppendStoreMetrics(sa, "", &metrics);
+  EXPECT_NE(metrics.find("auxstore_shared_uploads_total 3\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("auxstore_shared_pages_total{result=\"present\"} " +
+                         std::to_string(sa.shared_pages_present) + "\n"),
+            std::string::npos)
+      << metrics;
   // 256 and 384 start with the pages 128 stored: chained snapshots name the
   // same page objects.
   EXPECT_GT(sa.shared_pages_present, 0u);

@@ -9,6 +9,7 @@
 #include "auxstore/metrics.h"
 #include "tools/cli/export_import.h"
 #include "tools/cli/inspect.h"
+#include "tools/cli/pool_report.h"
 #include "tools/cli/progress.h"
 
 namespace auxstore::cli {
@@ -202,9 +203,16 @@ int RunCompact(Context& c, const std::string& path, const CompactOptions& o,
   return c.code = kExitOk;
 }
 
-int RunStats(Context& c, const std::string& path, const std::string& prometheus) {
+int RunStats(Context& c, const std::string& path, const std::string& prometheus,
+             const std::string& shared) {
   auto r = SummarizeStore(path);
   if (!r.ok()) return c.Fail(r.error());
+  std::optional<SharedPoolListing> pool;
+  if (!shared.empty()) {
+    auto listed = ListSharedPool(shared);
+    if (!listed.ok()) return c.Fail(listed.error());
+    pool = std::move(*listed);
+  }
   if (!prometheus.empty()) {
     std::string text;
     AppendStoreMetrics(r->stats, "store=\"" + EscapePrometheusLabel(path) + "\"", &text);
@@ -225,16 +233,12 @@ int RunStats(Context& c, const std::string& path, const std::string& prometheus)
                     {"snapshots", t.snapshots},
                     {"payload_bytes", t.payload_bytes}});
     }
-    c.out << json({{"snapshots", r->snapshots},
-                   {"payload_bytes", r->payload_bytes},
-                   {"unique_bytes", r->unique_bytes},
-                   {"disk_bytes", r->disk_bytes},
-                   {"commit_seq", r->commit_seq},
-                   {"durable_watermark", r->durable_watermark},
-                   {"quarantines", r->quarantines},
-                   {"namespaces", ns}})
-                 .dump(2)
-          << "\n";
+    json report = {{"snapshots", r->snapshots},       {"payload_bytes", r->payload_bytes},
+                   {"unique_bytes", r->unique_bytes}, {"disk_bytes", r->disk_bytes},
+                   {"commit_seq", r->commit_seq},     {"durable_watermark", r->durable_watermark},
+                   {"quarantines", r->quarantines},   {"namespaces", ns}};
+    if (pool) report["pool"] = PoolStatsJson(*pool);
+    c.out << report.dump(2) << "\n";
   } else {
     c.out << "snapshots:     " << r->snapshots << "\npayload bytes: " << r->payload_bytes
           << " (each snapshot's layers in full)\nunique bytes:  " << r->unique_bytes
@@ -245,27 +249,31 @@ int RunStats(Context& c, const std::string& path, const std::string& prometheus)
       c.out << "namespace " << Hex64(id) << " (" << t.spec.model_id << "): " << t.snapshots
             << " snapshots, " << t.payload_bytes << " bytes\n";
     }
+    if (pool) PrintPoolStats(*pool, c.out);
   }
   return c.code = kExitOk;
 }
 
-int RunLs(Context& c, const std::string& path, std::optional<NamespaceId> ns) {
+int RunLs(Context& c, const std::string& path, std::optional<NamespaceId> ns,
+          const std::string& shared) {
   auto r = ListSnapshots(path, ns);
   if (!r.ok()) return c.Fail(r.error());
+  if (!shared.empty()) {
+    auto pool = ListSharedPool(shared, ns);
+    if (!pool.ok()) return c.Fail(pool.error());
+    PrintMergedListing(*r, *pool, c.json, c.out);
+    if (pool->damaged_manifests > 0) {
+      c.err << "auxstore: the pool holds " << pool->damaged_manifests
+            << " damaged manifest object(s), not listed (verify --shared names them)\n";
+    }
+    return c.code = kExitOk;
+  }
   json arr = json::array();
   for (const SnapshotInfo& s : *r) {
     if (c.json) {
-      arr.push_back({{"namespace", Hex64(s.ns)},
-                     {"prefix", s.prefix.ToHex()},
-                     {"token_count", s.manifest.token_count},
-                     {"layers", s.manifest.layers.size()},
-                     {"payload_bytes", s.manifest.payload_bytes()},
-                     {"shared_bytes", SharedBytes(s.manifest)},
-                     {"created_unix_ms", s.manifest.created_unix_ms}});
+      arr.push_back(SnapshotJson(s));
     } else {
-      c.out << Hex64(s.ns) << " " << s.prefix.ToHex() << " tokens=" << s.manifest.token_count
-            << " layers=" << s.manifest.layers.size() << " bytes=" << s.manifest.payload_bytes()
-            << " shared=" << SharedBytes(s.manifest) << "\n";
+      c.out << SnapshotLine(s);
     }
   }
   if (c.json) c.out << arr.dump(2) << "\n";
@@ -431,15 +439,17 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   stats->add_option("--prometheus", prometheus,
                     "also write the store's metrics in Prometheus text format to this file "
                     "(- for stdout instead of the report)");
-  stats->callback([&] { run = [&] { return RunStats(c, path, prometheus); }; });
+  with_shared(stats, "the pool's snapshots, pages and namespaces too");
+  stats->callback([&] { run = [&] { return RunStats(c, path, prometheus, shared); }; });
 
   auto* ls = app.add_subcommand("ls", "List snapshots");
   common(ls);
   ls->add_option("--ns", ns_hex, "only this namespace (hex id)");
+  with_shared(ls, "the pool's snapshots too, each marked where=local|pool|both");
   ls->callback([&] {
     run = [&] {
       auto ns = parse_ns();
-      return ns.ok() ? RunLs(c, path, *ns) : c.Fail(ns.error());
+      return ns.ok() ? RunLs(c, path, *ns, shared) : c.Fail(ns.error());
     };
   });
 

@@ -124,6 +124,32 @@ void RegisterStore(py::module_& m) {
         return st;
       },
       "The store's counters (a StoreStats).");
+  store.def(
+      "shared_stats",
+      [](Store& s) {
+        auxstore_shared_stats_t st{};
+        st.struct_size = sizeof st;
+        {
+          py::gil_scoped_release release;
+          s.With([&](auxstore_t* db) {
+            Check([&](char** e) { return auxstore_shared_stats(db, &st, e); });
+          });
+        }
+        py::dict d;
+        d["shared"] = st.shared != 0;
+        d["uploads"] = st.uploads;
+        d["pages_stored"] = st.pages_stored;
+        d["pages_present"] = st.pages_present;
+        d["upload_failures"] = st.upload_failures;
+        d["shed"] = st.shed;
+        d["queued"] = st.queued;
+        d["restores"] = st.restores;
+        d["corruptions"] = st.corruptions;
+        return d;
+      },
+      "The shared tier's counters by this handle, a dict (shared False and all 0 without "
+      "one): uploads, pages_stored, pages_present, upload_failures, shed, queued, restores, "
+      "corruptions.");
 
   RegisterStoreWrites(store);
   RegisterStoreLookups(store);

@@ -97,6 +97,8 @@ def test_put_get_manifest_layer(store, ns):
     assert bytes(store.get_layer(ns, prefix(8), 2)) == b"abc"
     store.put(ns, prefix(8), 3, {2: ("opaque", b"abc")})  # already stored: a no-op
     assert store.stats().duplicate_puts == 1
+    shared = store.shared_stats()  # no shared tier: it says so, every counter 0
+    assert shared.pop("shared") is False and set(shared.values()) == {0} and len(shared) == 8
 
 
 def test_put_reads_buffers_in_place(store, ns):

@@ -248,6 +248,32 @@ pub struct auxstore_stats_t {
     pub unique_bytes: u64,
 }
 
+/// The shared tier's counters by this handle ([`auxstore_shared_stats`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct auxstore_shared_stats_t {
+    /// `size_of::<auxstore_shared_stats_t>()`, set by the caller.
+    pub struct_size: usize,
+    /// 1: the store has a shared tier.
+    pub shared: c_int,
+    /// Snapshots committed to the pool (or found there).
+    pub uploads: u64,
+    /// Page objects created in the pool.
+    pub pages_stored: u64,
+    /// Pages the pool held already (nothing stored).
+    pub pages_present: u64,
+    /// Upload attempts that failed (retried while queued).
+    pub upload_failures: u64,
+    /// Write-behind snapshots not uploaded: the queue was full.
+    pub shed: u64,
+    /// Write-behind snapshots waiting for upload now.
+    pub queued: u64,
+    /// Snapshots restored from the pool into the local store.
+    pub restores: u64,
+    /// Pool objects found damaged (their snapshots quarantined).
+    pub corruptions: u64,
+}
+
 /// Where a restore puts one layer.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -703,6 +729,8 @@ c_api! {
     pub fn auxstore_flush(db: *mut auxstore_t, errmsg: *mut *mut c_char) -> c_int;
     /// The store's counters and gauges into `*out` (docs/metrics.md).
     pub fn auxstore_stats(db: *mut auxstore_t, out: *mut auxstore_stats_t, errmsg: *mut *mut c_char) -> c_int;
+    /// The shared tier's counters (`out->struct_size` set first).
+    pub fn auxstore_shared_stats(db: *mut auxstore_t, out: *mut auxstore_shared_stats_t, errmsg: *mut *mut c_char) -> c_int;
     /// Prometheus text (format 0.0.4) of the store's metrics and, when `pipeline` is not NULL, the
     /// pipeline's; `db` or `pipeline` may be NULL, not both. `labels` (may be NULL) goes on every
     /// sample. `*text` is malloc'd: free it with [`auxstore_free`].

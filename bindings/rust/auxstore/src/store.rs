@@ -440,13 +440,7 @@ impl Store {
         options: &PutOptions<'_>,
     ) -> Result<()> {
         let c = Store::c_layers(layers);
-        let o = sys::auxstore_put_options_t {
-            struct_size: std::mem::size_of::<sys::auxstore_put_options_t>(),
-            token_digest: options.token_digest.as_ref().map_or(ptr::null(), |d| d.0.as_ptr()),
-            block_chain: Store::candidates(options.block_chain),
-            n_blocks: options.block_chain.len(),
-            block_size: options.block_size,
-        };
+        let o = options.to_c();
         // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe {
             sys::auxstore_put_snapshot_ex(
@@ -693,6 +687,28 @@ impl Store {
         // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe { sys::auxstore_stats(self.as_raw(), &mut s, e) })?;
         Ok(s.into())
+    }
+
+    /// The shared tier's counters by this handle (`shared` false, all 0,
+    /// for a store without one).
+    pub fn shared_stats(&self) -> Result<SharedStats> {
+        let mut s = sys::auxstore_shared_stats_t {
+            struct_size: std::mem::size_of::<sys::auxstore_shared_stats_t>(),
+            ..Default::default()
+        };
+        // SAFETY: a live handle (self) and a pointer to a value that outlives the call.
+        check(|e| unsafe { sys::auxstore_shared_stats(self.as_raw(), &mut s, e) })?;
+        Ok(SharedStats {
+            shared: s.shared != 0,
+            uploads: s.uploads,
+            pages_stored: s.pages_stored,
+            pages_present: s.pages_present,
+            upload_failures: s.upload_failures,
+            shed: s.shed,
+            queued: s.queued,
+            restores: s.restores,
+            corruptions: s.corruptions,
+        })
     }
 
     /// Leases a snapshot for `lease_ms` (pinned against eviction, TTL expiry

@@ -453,6 +453,30 @@ pub struct Stats {
     pub unique_bytes: u64,
 }
 
+/// The shared tier's counters by one handle (`auxstore_shared_stats_t`,
+/// docs/shared-tier.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SharedStats {
+    /// Whether the store has a shared tier.
+    pub shared: bool,
+    /// Snapshots committed to the pool (or found there).
+    pub uploads: u64,
+    /// Page objects created in the pool.
+    pub pages_stored: u64,
+    /// Pages the pool held already (nothing stored).
+    pub pages_present: u64,
+    /// Upload attempts that failed (retried while queued).
+    pub upload_failures: u64,
+    /// Write-behind snapshots not uploaded: the queue was full.
+    pub shed: u64,
+    /// Write-behind snapshots waiting for upload now (gauge).
+    pub queued: u64,
+    /// Snapshots restored from the pool into the local store.
+    pub restores: u64,
+    /// Pool objects found damaged (their snapshots quarantined).
+    pub corruptions: u64,
+}
+
 impl From<sys::auxstore_stats_t> for Stats {
     fn from(s: sys::auxstore_stats_t) -> Stats {
         Stats {

@@ -165,6 +165,8 @@ fn snapshots_manifests_reads_lookups_erase_stats_metrics() {
     store.put_snapshot(ns, &hashes[7], 128, &b128.layers()).unwrap(); // already stored: a no-op
     let s = store.stats().unwrap();
     assert_eq!((s.snapshots, s.puts, s.duplicate_puts), (2, 2, 1), "{s:?}");
+    // No shared tier: its counters say so.
+    assert_eq!(store.shared_stats().unwrap(), SharedStats::default());
 
     // Manifest
     let m = store.get_manifest(ns, &hashes[7]).unwrap();
