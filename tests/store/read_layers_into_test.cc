@@ -89,8 +89,9 @@ TEST_F(ReadLayersIntoTest, APagedSnapshotsLayersReadFromEveryOwnerPut) {
         EncodeQsaBlob(n, n / spec.qsa.ratio, ByteSpan(keys).first(n * spec.qsa.hd * 2), spec.qsa.hd)
             .value();
     const auto opaque = RandomBytes(n * 10, n);
+    const std::vector<Prefix> chain = PrefixHashes(std::span(tokens).first(n), kBlock, 0);
     PutOptions o;
-    o.block_chain = PrefixHashes(std::span(tokens).first(n), kBlock, 0);
+    o.block_chain = chain;  // a view: the chain outlives the put
     o.block_size = kBlock;
     const LayerBlob layers[] = {{0, Kind::kQsa, qsa}, {1, Kind::kOpaque, opaque}};
     ASSERT_TRUE(store_->PutSnapshot(ns_, PrefixFromSeed(n), n, layers, o).ok());
