@@ -25,6 +25,57 @@ std::string ObjectOf(NamespaceId ns, const Prefix& prefix) {
   return rados::ManifestObjectName(id);
 }
 
+// What each manifest object holds, read and checked: nullopt when absent
+// (or unread: see `failed`); Corruption when its bytes do not match their
+// XXH3-128, do not decode, or name another snapshot than the object's name
+// does. `failed`: the first read the pool did not answer.
+using CheckedRecord = std::optional<Result<SharedRecord>>;
+struct CheckedRecords {
+  std::vector<CheckedRecord> records;
+  Status failed;
+};
+CheckedRecords ReadRecordObjects(rados::RadosConnection& conn, const std::string& pool,
+                                 const std::vector<std::string>& objects) {
+  const size_t n = objects.size();
+  std::vector<librados::bufferlist> data(n), hash(n);
+  std::vector<int> hash_rc(n, 0);
+  std::vector<librados::ObjectReadOperation> ops(n);
+  CheckedRecords result;
+  result.records.resize(n);
+  std::vector<CheckedRecord>& out = result.records;
+  Status& failed = result.failed;
+  rados::RunWindowed(
+      n, 32,  // in flight at once
+      [&](size_t i, librados::AioCompletion* c) {
+        ops[i].read(0, 0, &data[i], nullptr);
+        ops[i].getxattr(rados::kHashXattr, &hash[i], &hash_rc[i]);
+        return conn.io().aio_operate(objects[i], c, &ops[i], nullptr);
+      },
+      [&](size_t i, int rc, librados::AioCompletion*) {
+        if (rc == -ENOENT) return;
+        if (rc < 0) {
+          if (failed.ok()) failed = conn.Check(rc, "read " + objects[i]);
+          return;
+        }
+        std::vector<uint8_t> bytes(data[i].length());
+        data[i].begin().copy(bytes.size(), reinterpret_cast<char*>(bytes.data()));
+        const auto key = rados::PageKey::Of(bytes);
+        const std::string want(reinterpret_cast<const char*>(key.hash.data()), key.hash.size());
+        const std::string what = "RADOS pool '" + pool + "': " + objects[i];
+        if (hash_rc[i] < 0 || hash[i].to_str() != want) {
+          out[i] = Status::Corruption(what + ": its bytes do not match its XXH3-128");
+          return;
+        }
+        auto rec = DecodeSharedRecord(bytes, what);
+        if (rec.ok() && ObjectOf(rec->ns, rec->prefix) != objects[i]) {
+          out[i] = Status::Corruption(what + ": names another snapshot");
+        } else {
+          out[i] = std::move(rec);
+        }
+      });
+  return result;
+}
+
 }  // namespace
 
 SharedTier::SharedTier(rados::RadosUri uri, std::unique_ptr<rados::RadosConnection> conn)
@@ -114,48 +165,20 @@ Result<std::vector<std::optional<SharedRecord>>> SharedTier::ReadRecords(
     NamespaceId ns, std::span<const Prefix> prefixes) {
   AUXSTORE_ASSIGN_OR_RETURN(auto session, Current());
   Session& ss = *session;
-  const size_t n = prefixes.size();
-  std::vector<std::optional<SharedRecord>> out(n);
-  std::vector<librados::bufferlist> data(n), hash(n);
-  std::vector<int> hash_rc(n, 0);
-  std::vector<librados::ObjectReadOperation> ops(n);
-  std::vector<std::string> objects(n);
-  Status failed;
-  std::vector<std::pair<size_t, std::string>> damaged;
-  rados::RunWindowed(
-      n, 32,  // in flight at once
-      [&](size_t i, librados::AioCompletion* c) {
-        objects[i] = ObjectOf(ns, prefixes[i]);
-        ops[i].read(0, 0, &data[i], nullptr);
-        ops[i].getxattr(rados::kHashXattr, &hash[i], &hash_rc[i]);
-        return ss.conn->io().aio_operate(objects[i], c, &ops[i], nullptr);
-      },
-      [&](size_t i, int rc, librados::AioCompletion*) {
-        if (rc == -ENOENT) return;
-        if (rc < 0) {
-          if (failed.ok()) failed = ss.conn->Check(rc, "read " + objects[i]);
-          return;
-        }
-        std::vector<uint8_t> bytes(data[i].length());
-        data[i].begin().copy(bytes.size(), reinterpret_cast<char*>(bytes.data()));
-        const auto key = rados::PageKey::Of(bytes);
-        const std::string want(reinterpret_cast<const char*>(key.hash.data()), key.hash.size());
-        const std::string what = "RADOS pool '" + pool() + "': " + objects[i];
-        if (hash_rc[i] < 0 || hash[i].to_str() != want) {
-          damaged.emplace_back(i, what + ": its bytes do not match its XXH3-128");
-          return;
-        }
-        auto rec = DecodeSharedRecord(bytes, what);
-        if (!rec.ok()) {
-          damaged.emplace_back(i, rec.status().ToString());
-        } else if (rec->ns != ns || rec->prefix != prefixes[i]) {
-          damaged.emplace_back(i, what + ": names another snapshot");
-        } else {
-          out[i] = std::move(rec).value();
-        }
-      });
-  for (auto& [i, why] : damaged) QuarantineRecord(ss, ns, prefixes[i]);
-  if (!failed.ok()) return Note(failed);
+  std::vector<std::string> objects;
+  for (const Prefix& p : prefixes) objects.push_back(ObjectOf(ns, p));
+  CheckedRecords checked = ReadRecordObjects(*ss.conn, pool(), objects);
+  std::vector<std::optional<SharedRecord>> out(prefixes.size());
+  for (size_t i = 0; i < prefixes.size(); ++i) {
+    CheckedRecord& c = checked.records[i];
+    if (!c) continue;
+    if (c->ok()) {
+      out[i] = std::move(*c).value();
+    } else {
+      QuarantineRecord(ss, ns, prefixes[i]);  // damaged: a miss, and gone from the pool
+    }
+  }
+  if (!checked.failed.ok()) return Note(checked.failed);
   return out;
 }
 
@@ -170,42 +193,15 @@ Result<SharedTier::Listing> SharedTier::ListRecords(std::optional<NamespaceId> n
     if (name.starts_with(rados::kManifestPrefix)) manifests.push_back(name);
     if (rados::PageKey::FromObjectName(name)) ++out.page_objects;
   }
-  const size_t n = manifests.size();
-  std::vector<librados::bufferlist> data(n), hash(n);
-  std::vector<int> hash_rc(n, 0);
-  std::vector<librados::ObjectReadOperation> ops(n);
-  std::vector<std::optional<SharedRecord>> records(n);
-  std::vector<bool> damaged(n, false);
-  Status failed;
-  rados::RunWindowed(
-      n, 32,
-      [&](size_t i, librados::AioCompletion* c) {
-        ops[i].read(0, 0, &data[i], nullptr);
-        ops[i].getxattr(rados::kHashXattr, &hash[i], &hash_rc[i]);
-        return ss.conn->io().aio_operate(manifests[i], c, &ops[i], nullptr);
-      },
-      [&](size_t i, int rc, librados::AioCompletion*) {
-        if (rc == -ENOENT) return;  // erased since the listing
-        if (rc < 0) {
-          if (failed.ok()) failed = ss.conn->Check(rc, "read " + manifests[i]);
-          return;
-        }
-        std::vector<uint8_t> bytes(data[i].length());
-        data[i].begin().copy(bytes.size(), reinterpret_cast<char*>(bytes.data()));
-        const auto key = rados::PageKey::Of(bytes);
-        const std::string want(reinterpret_cast<const char*>(key.hash.data()), key.hash.size());
-        auto rec = DecodeSharedRecord(bytes, manifests[i]);
-        if (hash_rc[i] < 0 || hash[i].to_str() != want || !rec.ok() ||
-            ObjectOf(rec->ns, rec->prefix) != manifests[i]) {
-          damaged[i] = true;
-        } else {
-          records[i] = std::move(rec).value();
-        }
-      });
-  if (!failed.ok()) return Note(failed);
-  for (size_t i = 0; i < n; ++i) {
-    if (damaged[i]) ++out.damaged;
-    if (records[i] && (!ns || records[i]->ns == *ns)) out.records.push_back(std::move(*records[i]));
+  CheckedRecords checked = ReadRecordObjects(*ss.conn, pool(), manifests);
+  if (!checked.failed.ok()) return Note(checked.failed);
+  for (CheckedRecord& c : checked.records) {
+    if (!c) continue;  // erased since the listing
+    if (!c->ok()) {
+      ++out.damaged;  // counted, not quarantined: listing changes nothing
+    } else if (!ns || (*c)->ns == *ns) {
+      out.records.push_back(std::move(*c).value());
+    }
   }
   return out;
 }
