@@ -137,6 +137,9 @@ int main(int argc, char** argv) {
   app.add_option("--runs", runs, "Runs per figure (median, min, max)");
   bool pages_only = false;
   app.add_flag("--pages-only", pages_only, "Only the 64 pages of the pages store (to profile)");
+  int page_calls = 20;
+  app.add_option("--page-calls", page_calls,
+                 "Reads of the 64 pages per run (more: steadier figures on a noisy machine)");
   CLI11_PARSE(app, argc, argv);
   if (std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()) != 0) return 1;
 
@@ -185,9 +188,10 @@ int main(int argc, char** argv) {
   const auto page_targets = Targets(s, 2, kPages, kPageLayers, kPageBytes, pb);
   HostRead(s.db, page_targets);  // warm
   Row("64 pages (4 x 8 KiB) batched registered read, per page",
-      PerCall(runs, 20, [&] { HostRead(s.db, page_targets); }), 1e6 / kPages, "us", "<= 10 us");
+      PerCall(runs, page_calls, [&] { HostRead(s.db, page_targets); }), 1e6 / kPages, "us",
+      "<= 10 us");
   Row("the same pages, auxstore_read_layers one by one, per page",
-      PerCall(runs, 20, [&] { SerialRead(s, page_targets, pages.data(), kPageLayers); }),
+      PerCall(runs, page_calls, [&] { SerialRead(s, page_targets, pages.data(), kPageLayers); }),
       1e6 / kPages, "us", "-");
   if (pages_only) return 0;
   {

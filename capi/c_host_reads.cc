@@ -82,9 +82,28 @@ struct auxstore_host_read_t {
   mutable std::mutex mu;
   std::condition_variable cv;
   size_t pending = 0;
+  // Under mu: callers waiting for one target or one snapshot. Without them
+  // only the last target wakes the waiters: a wake per layer cost a futex
+  // call and a context switch each, more than a small page's read.
+  size_t partial_waiters = 0;
 
   void Run(size_t job);
-  void Finish(size_t i, Status status, size_t size);
+  // Marks targets done (a job's all under one lock), then wakes the waiters
+  // whose wait may be over.
+  struct Done {
+    size_t i;
+    Status status;
+    size_t size;
+  };
+  void FinishAll(std::vector<Done> done);
+  void Finish(size_t i, Status status, size_t size) { FinishAll({{i, std::move(status), size}}); }
+  // Waits under `lock` until `ready()`, counted as a partial waiter.
+  template <typename Ready>
+  void WaitFor(std::unique_lock<std::mutex>& lock, Ready ready) {
+    ++partial_waiters;
+    cv.wait(lock, ready);
+    --partial_waiters;
+  }
   void WaitAll() {
     std::unique_lock lock(mu);
     cv.wait(lock, [&] { return pending == 0; });
@@ -155,15 +174,16 @@ Status Plan(const std::shared_ptr<auxstore_t>& db, const auxstore_host_read_targ
   return Group(read);
 }
 
-// A task reads layers of one snapshot until they hold this many bytes:
-// small layers share its manifest read and record iterator
-// (Store::ReadLayersInto), large ones still read in parallel.
+// A task reads layers until they hold this many bytes: small layers of one
+// snapshot share its manifest read and record iterator
+// (Store::ReadLayersInto), small snapshots share a task (a task posted and
+// a waiter woken per connector page cost more than the page's read), and
+// large layers still read in parallel.
 constexpr size_t kJobBytes = size_t{1} << 20;
 
-// Groups the read's targets by snapshot into jobs and collects its distinct
-// buffers.
+// Groups the read's targets into jobs and collects its distinct buffers.
 Status Group(auxstore_host_read_t& read) {
-  std::vector<size_t> open_job;  // per snapshot: the job still taking layers
+  size_t open_job = SIZE_MAX;  // the job still taking layers
   std::vector<size_t> job_bytes;
   for (size_t i = 0; i < read.targets.size(); ++i) {
     auxstore_host_read_t::Target& t = read.targets[i];
@@ -176,15 +196,12 @@ Status Group(auxstore_host_read_t& read) {
       k = static_cast<size_t>(std::find_if(read.snapshots.begin(), read.snapshots.end(), same) -
                               read.snapshots.begin());
     }
-    if (k == read.snapshots.size()) {
-      read.snapshots.push_back({t.ns, t.prefix});
-      open_job.push_back(SIZE_MAX);
-    }
+    if (k == read.snapshots.size()) read.snapshots.push_back({t.ns, t.prefix});
     t.snapshot = k;
     ++read.snapshots[k].pending;
     // A job holds at most kJobBytes (a put, or a larger layer, fills one).
     const size_t bytes = t.put ? kJobBytes : std::min(t.dst.size(), kJobBytes);
-    size_t& job = open_job[k];
+    size_t& job = open_job;
     if (job == SIZE_MAX || bytes > kJobBytes - job_bytes[job]) {
       job = read.jobs.size();
       read.jobs.emplace_back();
@@ -288,30 +305,51 @@ void auxstore_host_read_t::Run(size_t job) {
         db->store->PutSnapshot(first.ns, first.prefix, first.token_count, first.layers, put),
         bytes);
   }
-  // One verified copy, from the store's block into the engine's buffer,
-  // every layer of the job under one manifest read (ReadLayersInto).
-  std::vector<auxstore::Store::LayerInto> layers(mine.size());
-  for (size_t k = 0; k < mine.size(); ++k) {
-    layers[k].layer = targets[mine[k]].layer;
-    layers[k].dst = targets[mine[k]].dst;
+  // One verified copy, from the store's block into the engine's buffer:
+  // every layer of a snapshot in the job under one manifest read, the
+  // job's manifests in one lookup (ReadSnapshotsInto), the snapshots in the
+  // order the caller named them.
+  std::vector<size_t> order = mine;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return targets[a].snapshot < targets[b].snapshot; });
+  std::vector<auxstore::Store::LayerInto> layers;
+  layers.reserve(order.size());
+  std::vector<auxstore::Store::SnapshotInto> snaps;
+  for (size_t from = 0; from < order.size();) {
+    const Target& t = targets[order[from]];
+    size_t to = from;
+    for (; to < order.size() && targets[order[to]].snapshot == t.snapshot; ++to) {
+      layers.push_back({targets[order[to]].layer, targets[order[to]].dst});
+    }
+    snaps.push_back({t.ns, t.prefix, std::span(layers).subspan(from, to - from)});
+    from = to;
   }
-  (void)db->store->ReadLayersInto(first.ns, first.prefix, layers);
-  for (size_t k = 0; k < mine.size(); ++k) {
-    Finish(mine[k], layers[k].status, static_cast<size_t>(layers[k].bytes));
+  db->store->ReadSnapshotsInto(snaps);
+  std::vector<Done> done;
+  done.reserve(order.size());
+  for (size_t k = 0; k < order.size(); ++k) {
+    done.push_back({order[k], std::move(layers[k].status), static_cast<size_t>(layers[k].bytes)});
   }
+  FinishAll(std::move(done));
 }
 
-void auxstore_host_read_t::Finish(size_t i, Status status, size_t size) {
+void auxstore_host_read_t::FinishAll(std::vector<Done> done) {
   std::lock_guard lock(mu);
-  Target& t = targets[i];
-  const std::string what = t.put ? "snapshots[" + std::to_string(i) + "]"
-                                 : TargetName(i) + " (layer " + std::to_string(t.layer) + ")";
-  t.status = status.ok() ? status : status.WithContext(what);
-  t.size = size;
-  t.done = true;
-  --snapshots[t.snapshot].pending;
-  --pending;
-  cv.notify_all();  // under the lock: the waiter may free the read once it wakes
+  for (Done& d : done) {
+    Target& t = targets[d.i];
+    if (!d.status.ok()) {
+      d.status = d.status.WithContext(t.put ? "snapshots[" + std::to_string(d.i) + "]"
+                                            : TargetName(d.i) + " (layer " +
+                                                  std::to_string(t.layer) + ")");
+    }
+    t.status = std::move(d.status);
+    t.size = d.size;
+    t.done = true;
+    --snapshots[t.snapshot].pending;
+    --pending;
+  }
+  // Under the lock: the waiter may free the read once it wakes.
+  if (pending == 0 || partial_waiters > 0) cv.notify_all();
 }
 
 extern "C" {
@@ -413,7 +451,7 @@ int auxstore_host_read_wait_target(auxstore_host_read_t* read, size_t i, size_t*
                                      std::to_string(r->targets.size()) + " targets");
     }
     std::unique_lock lock(r->mu);
-    r->cv.wait(lock, [&] { return r->targets[i].done; });
+    r->WaitFor(lock, [&] { return r->targets[i].done; });
     if (size != nullptr && r->targets[i].status.ok()) *size = r->targets[i].size;
     return r->targets[i].status;
   });
@@ -433,7 +471,7 @@ int auxstore_host_read_wait_snapshot(auxstore_host_read_t* read, uint64_t ns,
     }
     const size_t index = static_cast<size_t>(it - r->snapshots.begin());
     std::unique_lock lock(r->mu);
-    r->cv.wait(lock, [&] { return r->snapshots[index].pending == 0; });
+    r->WaitFor(lock, [&] { return r->snapshots[index].pending == 0; });
     for (const auto& t : r->targets) {
       if (t.snapshot == index && !t.status.ok()) return t.status;
     }

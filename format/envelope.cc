@@ -182,6 +182,23 @@ Result<EnvelopeView> DecodeRange(ByteSpan key, ByteSpan value, uint64_t offset, 
 
 }  // namespace
 
+Result<EnvelopeView> CopyEnvelopeRange(ByteSpan value, uint64_t offset, std::span<uint8_t> dst,
+                                       LayerHasher* blob_hash) {
+  AUXSTORE_ASSIGN_OR_RETURN(EnvelopeView v, ParseHeader(value));
+  if (offset > v.payload.size() || dst.size() > v.payload.size() - offset) {
+    return Status::Corruption("record payload is " + std::to_string(v.payload.size()) +
+                              " bytes, too short for bytes [" + std::to_string(offset) + ", " +
+                              std::to_string(offset + dst.size()) + ")");
+  }
+  for (size_t done = 0; done < dst.size(); done += kFusedPiece) {
+    const ByteSpan piece =
+        v.payload.subspan(offset + done, std::min(kFusedPiece, dst.size() - done));
+    std::memcpy(dst.data() + done, piece.data(), piece.size());
+    if (blob_hash) blob_hash->Update(piece);
+  }
+  return v;
+}
+
 Result<EnvelopeView> DecodeEnvelopeRange(ByteSpan key, ByteSpan value, uint64_t offset,
                                          std::span<uint8_t> dst, LayerHasher* blob_hash) {
   return DecodeRange(key, value, offset, dst.size(), dst.data(), blob_hash);

@@ -83,4 +83,13 @@ Result<EnvelopeView> DecodeEnvelopeRange(ByteSpan key, ByteSpan value, uint64_t 
 Result<EnvelopeView> DecodeEnvelopeRange(ByteSpan key, ByteSpan value, uint64_t offset,
                                          uint64_t len, LayerHasher* blob_hash);
 
+// DecodeEnvelopeRange without the record's own checksum: every header check
+// (magic, version, kind, flags, length, the range inside the payload), then
+// the range copied into `dst` and fed to `blob_hash` in one pass. Only for
+// a reader whose layer digest covers every byte it copies, and which, when
+// that digest differs, decodes the records again with their checksums to
+// name the damaged one (the layer reader's copy into caller memory).
+Result<EnvelopeView> CopyEnvelopeRange(ByteSpan value, uint64_t offset, std::span<uint8_t> dst,
+                                       LayerHasher* blob_hash);
+
 }  // namespace auxstore

@@ -89,6 +89,7 @@ class DbStore final : public Store {
   Result<uint64_t> ReadLayerInto(NamespaceId ns, const Prefix& prefix, uint32_t layer,
                                  std::span<uint8_t> dst) override;
   Status ReadLayersInto(NamespaceId ns, const Prefix& prefix, std::span<LayerInto> layers) override;
+  void ReadSnapshotsInto(std::span<SnapshotInto> snapshots) override;
   Status Erase(NamespaceId ns, const Prefix& prefix) override;
   Status List(std::optional<NamespaceId> ns,
               const std::function<bool(const SnapshotInfo&)>& visit) override;
@@ -211,6 +212,10 @@ class DbStore final : public Store {
 
   // ---- reads (db_store_read.cc)
   Result<Manifest> LoadManifest(NamespaceId ns, const Prefix& prefix);
+  // A manifest value read under `key`, decoded; a damaged one quarantined
+  // (Corruption; NotFound when replaced meanwhile), as LoadManifest does.
+  Result<Manifest> DecodeStoredManifest(NamespaceId ns, const Prefix& prefix,
+                                        const std::string& key, const std::string& value);
   Result<std::vector<std::optional<Manifest>>> MultiGetManifests(NamespaceId ns,
                                                                  std::span<const Prefix> prefixes);
   Result<NamespaceSpec> NamespaceSpecFor(NamespaceId ns);
@@ -250,6 +255,13 @@ class DbStore final : public Store {
     // Verify's reads: damage is decided as always, but nothing is
     // quarantined and nothing counted in Stats::bytes_read.
     bool verify_only = false;
+    // Copies into caller memory (ReadInto): each record's own checksum is
+    // skipped while the layer digest covers every byte copied; when the
+    // digest differs the records are decoded again with their checksums, so
+    // a damaged record is still named and quarantined. One hash pass per
+    // byte instead of two (the caller's bytes are unusable until the
+    // layer's last piece returns OK, as always).
+    bool digest_first = false;
   };
   // NotFound when `manifest` has no layer `layer`; a header-only layer's
   // digest is checked here.
@@ -269,6 +281,9 @@ class DbStore final : public Store {
                                  const std::shared_ptr<const Manifest>& manifest, uint32_t layer,
                                  std::span<uint8_t> dst,
                                  const std::shared_ptr<PieceReader>& records);
+  // ReadLayersInto after its manifest read.
+  Status ReadLayersOf(NamespaceId ns, const Prefix& prefix,
+                      std::shared_ptr<const Manifest> manifest, std::span<LayerInto> layers);
   void Touch(NamespaceId ns, const Prefix& prefix);
   // Quarantines the snapshot if its stored manifest value still passes
   // `still_same` (null: any) and returns `why`; returns NotFound when it was

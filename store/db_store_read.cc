@@ -93,6 +93,11 @@ Result<Manifest> DbStore::LoadManifest(NamespaceId ns, const Prefix& prefix) {
   rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), cf_[kManifests], key, &value);
   if (s.IsNotFound()) return Status::NotFound("no snapshot for " + Where(ns, prefix));
   if (!s.ok()) return FromRocks(s, "read the manifest of " + Where(ns, prefix));
+  return DecodeStoredManifest(ns, prefix, key, value);
+}
+
+Result<Manifest> DbStore::DecodeStoredManifest(NamespaceId ns, const Prefix& prefix,
+                                               const std::string& key, const std::string& value) {
   auto m = DecodeManifestRecord(key, Bytes(value));
   if (!m.ok()) {
     return QuarantineIf(

@@ -55,14 +55,13 @@ class DbStore::PieceReader {
   // Pieces read ahead of at least this many bytes get their own iterator.
   static constexpr uint64_t kOwnIteratorBytes = 1u << 20;
 
-  // The record of `piece` (of layer `layer`): NotFound when absent. A large
-  // piece read ahead comes with `own`, the iterator holding its block.
-  Status Read(uint32_t layer, const LayerPiece& piece, rocksdb::Slice* value,
+  // The record `key` of `piece`: NotFound when absent. A large piece read
+  // ahead comes with `own`, the iterator holding its block.
+  Status Read(const std::string& key, const LayerPiece& piece, rocksdb::Slice* value,
               std::unique_ptr<PinnedRecord>* own) {
     if (pin_ && piece.bytes >= kOwnIteratorBytes) {
       auto record = std::make_unique<PinnedRecord>();
-      AUXSTORE_RETURN_IF_ERROR(
-          s_.PinRecord(RecordKey(ns_, piece.owner, layer, piece.array, piece.chunk), record.get()));
+      AUXSTORE_RETURN_IF_ERROR(s_.PinRecord(key, record.get()));
       *value = record->value;
       *own = std::move(record);
       return Status::Ok();
@@ -74,7 +73,6 @@ class DbStore::PieceReader {
       if (!slot) slot = std::make_unique<Owner>();
       o = slot.get();
     }
-    const std::string key = RecordKey(ns_, piece.owner, layer, piece.array, piece.chunk);
     std::lock_guard lock(o->mu);
     if (!o->it) {
       o->upper = PutRangeEnd(ns_, piece.owner);
@@ -172,6 +170,7 @@ class DbStore::LayerCursor final : public LayerReader {
 
  private:
   struct Fetched {
+    std::string key;  // the record's
     Status status;
     rocksdb::Slice value;               // held by records_, or by `own`
     std::unique_ptr<PinnedRecord> own;  // a large piece's own iterator
@@ -200,10 +199,10 @@ class DbStore::LayerCursor final : public LayerReader {
     }
     ByteSpan bytes;
     if (st.ok()) {
-      const std::string key = RecordKey(ns_, piece.owner, entry_.layer, piece.array, piece.chunk);
-      auto checked = CheckChunkRecord(Bytes(key), Bytes(f.value),
-                                      {entry_.kind, piece.chunk_offset, piece.bytes, false},
-                                      &hasher_, copy_to);
+      const bool digest_only = mode_.digest_first && !copy_to.empty();
+      auto checked = CheckChunkRecord(
+          Bytes(f.key), Bytes(f.value),
+          {entry_.kind, piece.chunk_offset, piece.bytes, false, digest_only}, &hasher_, copy_to);
       if (checked.ok()) {
         bytes = *checked;
       } else {
@@ -235,15 +234,42 @@ class DbStore::LayerCursor final : public LayerReader {
   }
 
   Fetched Fetch(size_t i) {
+    const LayerPiece& piece = pieces_[i];
     Fetched f;
-    f.status = records_->Read(entry_.layer, pieces_[i], &f.value, &f.own);
+    f.key = RecordKey(ns_, piece.owner, entry_.layer, piece.array, piece.chunk);
+    f.status = records_->Read(f.key, piece, &f.value, &f.own);
     return f;
   }
 
   Status CheckDigest() {
     Status st = CheckLayerDigest(entry_, hasher_.Digest());
     if (st.ok()) return st;
+    if (mode_.digest_first) AUXSTORE_RETURN_IF_ERROR(FindDamagedRecord());
     return Fail(Damaged(st.WithContext(Where(ns_, prefix_)), nullptr));
+  }
+
+  // After a digest mismatch of a digest_first read: every record decoded
+  // again with its own checksum; the first one damaged fails the read as
+  // it would have failed a checked read (the record quarantined). OK when
+  // every record checks: the layer itself is wrong.
+  Status FindDamagedRecord() {
+    for (size_t i = 0; i < pieces_.size(); ++i) {
+      const LayerPiece& piece = pieces_[i];
+      Fetched f = Fetch(i);
+      Status st = std::move(f.status);
+      if (st.IsNotFound()) {
+        st = Status::Corruption("snapshot is torn: missing " + PieceWhere(piece));
+      } else {
+        if (st.ok()) {
+          st = CheckChunkRecord(Bytes(f.key), Bytes(f.value),
+                                {entry_.kind, piece.chunk_offset, piece.bytes, false})
+                   .status();
+        }
+        if (!st.ok()) st = st.WithContext(PieceWhere(piece));
+      }
+      if (!st.ok()) return Fail(Damaged(std::move(st), &piece));
+    }
+    return Status::Ok();
   }
 
   // The quarantine decision. A Corruption quarantines the snapshot (and,

@@ -4,7 +4,8 @@
 // small layers (a connector's pages) cost a manifest Get and an iterator
 // Seek each otherwise, several times their bytes (bench/RESULTS.md,
 // "Connector calls"). The Store base class has a plain version over
-// ReadLayerInto for stores that do not override it.
+// ReadLayerInto for stores that do not override it. ReadSnapshotsInto: the
+// layers of many snapshots, their manifests looked up in one MultiGet.
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -48,6 +49,10 @@ Status Store::ReadLayersInto(NamespaceId ns, const Prefix& prefix, std::span<Lay
   return first;
 }
 
+void Store::ReadSnapshotsInto(std::span<SnapshotInto> snapshots) {
+  for (SnapshotInto& s : snapshots) (void)ReadLayersInto(s.ns, s.prefix, s.layers);
+}
+
 namespace store_internal {
 
 Result<uint64_t> DbStore::CopyLayerInto(NamespaceId ns, const Prefix& prefix,
@@ -61,8 +66,9 @@ Result<uint64_t> DbStore::CopyLayerInto(NamespaceId ns, const Prefix& prefix,
                               std::to_string(entry->bytes) + " bytes; the destination holds " +
                               std::to_string(dst.size()));
   }
-  AUXSTORE_ASSIGN_OR_RETURN(auto reader,
-                            OpenCursor(ns, prefix, manifest, layer, ReadMode{}, records));
+  ReadMode mode;
+  mode.digest_first = true;  // the bytes land in `dst` only: one hash pass
+  AUXSTORE_ASSIGN_OR_RETURN(auto reader, OpenCursor(ns, prefix, manifest, layer, mode, records));
   const std::vector<uint8_t>& header = reader->entry().header;
   std::copy(header.begin(), header.end(), dst.begin());
   while (!reader->done()) {
@@ -79,7 +85,12 @@ Status DbStore::ReadLayersInto(NamespaceId ns, const Prefix& prefix, std::span<L
     FailRest(layers, 0, loaded.status());
     return layers[0].status;
   }
-  auto manifest = std::make_shared<const Manifest>(std::move(*loaded));
+  return ReadLayersOf(ns, prefix, std::make_shared<const Manifest>(std::move(*loaded)), layers);
+}
+
+Status DbStore::ReadLayersOf(NamespaceId ns, const Prefix& prefix,
+                             std::shared_ptr<const Manifest> manifest,
+                             std::span<LayerInto> layers) {
   if (std::any_of(layers.begin(), layers.end(),
                   [&](const LayerInto& l) { return manifest->FindLayer(l.layer) != nullptr; })) {
     Touch(ns, prefix);
@@ -102,6 +113,33 @@ Status DbStore::ReadLayersInto(NamespaceId ns, const Prefix& prefix, std::span<L
     }
   }
   return first;
+}
+
+void DbStore::ReadSnapshotsInto(std::span<SnapshotInto> snapshots) {
+  // Every manifest in one MultiGet, each then decoded as LoadManifest does.
+  std::vector<std::string> keys;
+  keys.reserve(snapshots.size());
+  for (const SnapshotInto& s : snapshots) keys.push_back(SnapshotKey(s.ns, s.prefix));
+  std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+  std::vector<rocksdb::PinnableSlice> values(keys.size());
+  std::vector<rocksdb::Status> statuses(keys.size());
+  db_->MultiGet(rocksdb::ReadOptions(), cf_[kManifests], keys.size(), slices.data(), values.data(),
+                statuses.data());
+  for (size_t i = 0; i < snapshots.size(); ++i) {
+    SnapshotInto& s = snapshots[i];
+    if (s.layers.empty()) continue;
+    if (!statuses[i].ok()) {
+      // Absent, or a read error: the single read says which, as alone.
+      (void)ReadLayersInto(s.ns, s.prefix, s.layers);
+      continue;
+    }
+    auto m = DecodeStoredManifest(s.ns, s.prefix, keys[i], values[i].ToString());
+    if (!m.ok()) {
+      FailRest(s.layers, 0, m.status());
+      continue;
+    }
+    (void)ReadLayersOf(s.ns, s.prefix, std::make_shared<const Manifest>(std::move(*m)), s.layers);
+  }
 }
 
 }  // namespace store_internal

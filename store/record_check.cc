@@ -13,8 +13,16 @@ Result<ByteSpan> CheckChunkRecord(ByteSpan key, ByteSpan value, const ChunkWant&
                                    " bytes, the record's wanted range " +
                                    std::to_string(want.bytes));
   }
-  auto env = copy_to.empty() ? DecodeEnvelopeRange(key, value, want.offset, want.bytes, layer_hash)
-                             : DecodeEnvelopeRange(key, value, want.offset, copy_to, layer_hash);
+  if (want.layer_digest_only && (copy_to.size() != want.bytes || layer_hash == nullptr)) {
+    return Status::InvalidArgument("a record read without its checksum needs a copy and a digest");
+  }
+  auto env = [&]() -> Result<EnvelopeView> {
+    if (want.layer_digest_only) return CopyEnvelopeRange(value, want.offset, copy_to, layer_hash);
+    if (copy_to.empty()) {
+      return DecodeEnvelopeRange(key, value, want.offset, want.bytes, layer_hash);
+    }
+    return DecodeEnvelopeRange(key, value, want.offset, copy_to, layer_hash);
+  }();
   if (!env.ok()) return env.error();
   if (env->kind != ChunkRecordKind(want.layer_kind)) {
     return Status::Corruption("holds a record of kind " +

@@ -22,6 +22,10 @@ struct ChunkWant {
   uint64_t offset = 0;
   uint64_t bytes = 0;
   bool whole = false;
+  // Skip the record's own checksum (CopyEnvelopeRange): only with a
+  // `copy_to` and a `layer_hash` whose digest the caller checks, decoding
+  // the records again with their checksums when it differs.
+  bool layer_digest_only = false;
 };
 
 // Checks the record `value` stored under `key` against `want`. The whole

@@ -300,11 +300,25 @@ class Store {
   // (Corruption, quarantined), the layers not yet read fail with that error.
   virtual Status ReadLayersInto(NamespaceId ns, const Prefix& prefix, std::span<LayerInto> layers);
 
+  // Layers of several snapshots (of any namespaces), each snapshot's
+  // exactly as ReadLayersInto reads them (same outcomes, same quarantine),
+  // with all their manifests looked up in one batch: the call for a
+  // connector's many small pages. Each layer's outcome is in its `status`.
+  struct SnapshotInto {
+    NamespaceId ns = 0;
+    Prefix prefix;
+    std::span<LayerInto> layers;
+  };
+  virtual void ReadSnapshotsInto(std::span<SnapshotInto> snapshots);
+
   // Removes a snapshot: manifest first (durably, as a commit the watermark
   // vouches for), then its records. A prefix not stored: OK, nothing changes.
   virtual Status Erase(NamespaceId ns, const Prefix& prefix) = 0;
 
   // Visits every visible snapshot (optionally one namespace) in key order.
+  // A store with Options::shared visits the pool's snapshots too, each
+  // snapshot once; when the pool does not answer it visits the local ones
+  // and returns Unavailable.
   virtual Status List(std::optional<NamespaceId> ns,
                       const std::function<bool(const SnapshotInfo&)>& visit) = 0;
 

@@ -260,6 +260,29 @@ TEST(DecodeEnvelopeInto, FeedsTheBlobHashTheSameBytesInOrder) {
   EXPECT_EQ(fused.Digest(), BlobHasher::Hash(blob));
 }
 
+// CopyEnvelopeRange: every header check, the range copied, and no record
+// checksum (its caller's layer digest covers the bytes).
+TEST(CopyEnvelopeRange, CopiesTheRangeAfterTheHeaderChecksOnly) {
+  const auto blob = RandomBytes(2 * kFusedPiece + 300, 11);
+  const auto v = Envelope(blob);
+  std::vector<uint8_t> dst(kFusedPiece + 50);
+  ASSERT_TRUE(CopyEnvelopeRange(v, 100, dst, nullptr).ok());
+  EXPECT_TRUE(std::equal(dst.begin(), dst.end(), blob.begin() + 100));
+  // A payload flip is not this call's to find: the bytes come as stored.
+  auto flipped = v;
+  flipped[24 + 120] ^= 1;
+  ASSERT_TRUE(CopyEnvelopeRange(flipped, 100, dst, nullptr).ok());
+  EXPECT_EQ(dst[20], static_cast<uint8_t>(blob[120] ^ 1));
+  // The header is checked as DecodeEnvelope checks it.
+  auto bad_magic = v;
+  bad_magic[0] ^= 1;
+  EXPECT_ERROR(CopyEnvelopeRange(bad_magic, 0, dst, nullptr), kCorruption, "bad magic");
+  auto truncated = v;
+  truncated.pop_back();
+  EXPECT_ERROR(CopyEnvelopeRange(truncated, 0, dst, nullptr), kCorruption, "length mismatch");
+  EXPECT_ERROR(CopyEnvelopeRange(v, blob.size() - 10, dst, nullptr), kCorruption, "too short");
+}
+
 TEST(DecodeEnvelope, FeedsTheBlobHashWhenAsked) {
   const auto blob = RandomBytes(3 * kFusedPiece + 7, 9);
   const auto v = Envelope(blob);

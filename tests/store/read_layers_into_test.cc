@@ -154,5 +154,96 @@ TEST_F(ReadLayersIntoTest, ADamagedLayerQuarantinesAndFailsTheLayersNotYetRead) 
   EXPECT_EQ(store_->GetLayer(ns_, other, 0).value(), kept[0]) << "only the damaged snapshot goes";
 }
 
+// The copy into caller memory checks each layer's digest instead of each
+// record's own checksum (one hash pass per byte); a digest that differs
+// sends it back over the records with their checksums, so the damaged
+// record is still the one named and quarantined.
+TEST_F(ReadLayersIntoTest, ADamagedRecordIsStillNamedThoughTheCopyChecksTheLayerDigestFirst) {
+  const Prefix p = PrefixFromSeed(1);
+  PutLayers(p, {3 * kChunk}, 1);
+  const std::string key =
+      store_internal::RecordKey(ns_, store_->GetManifest(ns_, p)->put_id, 0, 0, 2);
+  Close();
+  testing::RewriteRecord(path(), key, [](std::string* v) { (*v)[v->size() - 1] ^= 0x01; });
+  Open();
+  std::vector<uint8_t> dst(3 * kChunk);
+  const auto got = store_->ReadLayerInto(ns_, p, 0, dst);
+  ASSERT_TRUE(got.status().IsCorruption()) << got.status().ToString();
+  EXPECT_NE(got.status().message().find("layer 0 array 0 chunk 2 of put"), std::string::npos)
+      << got.status().message();
+  EXPECT_NE(got.status().message().find("checksum"), std::string::npos) << got.status().message();
+  EXPECT_EQ(store_->Stats().quarantines, 1u);
+  EXPECT_TRUE(store_->GetManifest(ns_, p).status().IsNotFound());
+}
+
+// A record's bytes copied whole under another record's key: every header
+// check passes, only the key-seeded checksum tells; the layer digest
+// catches it and the checksums name the record.
+TEST_F(ReadLayersIntoTest, ARecordMovedUnderAnotherKeyIsNamed) {
+  const Prefix p = PrefixFromSeed(1);
+  PutLayers(p, {2 * kChunk}, 1);
+  const auto put = store_->GetManifest(ns_, p)->put_id;
+  const std::string first = store_internal::RecordKey(ns_, put, 0, 0, 0);
+  const std::string second = store_internal::RecordKey(ns_, put, 0, 0, 1);
+  std::string moved;
+  Close();
+  testing::RewriteRecord(path(), first, [&](std::string* v) { moved = *v; });
+  testing::RewriteRecord(path(), second, [&](std::string* v) { *v = moved; });
+  Open();
+  std::vector<std::vector<uint8_t>> room;
+  auto layers = Into({0}, room, 2 * kChunk);
+  EXPECT_TRUE(store_->ReadLayersInto(ns_, p, layers).IsCorruption());
+  EXPECT_NE(layers[0].status.message().find("chunk 1 of put"), std::string::npos)
+      << layers[0].status.message();
+  EXPECT_EQ(store_->Stats().quarantines, 1u);
+}
+
+// ReadSnapshotsInto: many snapshots' layers, each snapshot's outcome its
+// own, in namespaces next to each other or not.
+TEST_F(ReadLayersIntoTest, ManySnapshotsReadAsEachAloneWithTheirOwnOutcomes) {
+  NamespaceSpec other_spec = testing::TestSpec();
+  other_spec.model_id += "-other";
+  const NamespaceId other = store_->RegisterNamespace(other_spec).value();
+  std::vector<std::vector<std::vector<uint8_t>>> blobs;
+  for (uint64_t s = 1; s <= 4; ++s)
+    blobs.push_back(PutLayers(PrefixFromSeed(s), {kChunk + s, 7}, s));
+  const auto theirs = std::vector<uint8_t>(RandomBytes(300, 9));
+  const LayerBlob their_layer[] = {{0, Kind::kOpaque, theirs}};
+  ASSERT_TRUE(store_->PutSnapshot(other, PrefixFromSeed(1), 1, their_layer).ok());
+  // Snapshot 3's manifest damaged: its read says Corruption, the others read.
+  Close();
+  testing::RewriteValue(path(), store_internal::kManifests,
+                        store_internal::SnapshotKey(ns_, PrefixFromSeed(3)),
+                        [](std::string* v) { (*v)[v->size() / 2] ^= 0x20; });
+  Open();
+  std::vector<std::vector<uint8_t>> room(8, std::vector<uint8_t>(2 * kChunk, 0xee));
+  std::vector<LayerInto> layers = {{1, room[0]}, {0, room[1]},  // snapshot 1
+                                   {0, room[2]},                // snapshot 9: absent
+                                   {0, room[3]},                // snapshot 3: damaged
+                                   {0, room[4]}, {5, room[5]},  // snapshot 4: layer 5 absent
+                                   {0, room[6]},                // the other namespace's 1
+                                   {0, room[7]}};               // snapshot 2, after it
+  std::vector<Store::SnapshotInto> snaps = {
+      {ns_, PrefixFromSeed(1), std::span(layers).subspan(0, 2)},
+      {ns_, PrefixFromSeed(9), std::span(layers).subspan(2, 1)},
+      {ns_, PrefixFromSeed(3), std::span(layers).subspan(3, 1)},
+      {ns_, PrefixFromSeed(4), std::span(layers).subspan(4, 2)},
+      {other, PrefixFromSeed(1), std::span(layers).subspan(6, 1)},
+      {ns_, PrefixFromSeed(2), std::span(layers).subspan(7, 1)}};
+  store_->ReadSnapshotsInto(snaps);
+  ASSERT_TRUE(layers[0].status.ok()) << layers[0].status.ToString();
+  EXPECT_EQ(Got(layers[0]), blobs[0][1]);
+  EXPECT_EQ(Got(layers[1]), blobs[0][0]);
+  EXPECT_TRUE(layers[2].status.IsNotFound()) << layers[2].status.ToString();
+  EXPECT_TRUE(layers[3].status.IsCorruption()) << layers[3].status.ToString();
+  EXPECT_EQ(Got(layers[4]), blobs[3][0]);
+  EXPECT_TRUE(layers[5].status.IsNotFound()) << layers[5].status.ToString();
+  EXPECT_EQ(Got(layers[6]), theirs);
+  EXPECT_EQ(Got(layers[7]), blobs[1][0]);
+  EXPECT_EQ(room[2][0], 0xee) << "an absent snapshot writes nothing";
+  EXPECT_EQ(store_->Stats().quarantines, 1u) << "the damaged manifest only";
+  store_->ReadSnapshotsInto({});  // nothing to do
+}
+
 }  // namespace
 }  // namespace auxstore

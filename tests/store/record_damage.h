@@ -14,24 +14,30 @@
 
 namespace auxstore::testing {
 
-// Reads the record `key` of the closed store at `path`, lets `edit` change
-// its value, writes it back (synced).
-inline void RewriteRecord(const std::string& path, const std::string& key,
-                          const std::function<void(std::string*)>& edit) {
+// Reads the value of `key` in column family `cf` of the closed store at
+// `path`, lets `edit` change it, writes it back (synced).
+inline void RewriteValue(const std::string& path, int cf, const std::string& key,
+                         const std::function<void(std::string*)>& edit) {
   namespace si = store_internal;
   si::RocksSetup setup = si::MakeRocksSetup();
   std::vector<rocksdb::ColumnFamilyHandle*> cfs;
   rocksdb::DB* raw = nullptr;
   ASSERT_TRUE(rocksdb::DB::Open(setup.db, path, setup.cfs, &cfs, &raw).ok());
   std::string value;
-  ASSERT_TRUE(raw->Get(rocksdb::ReadOptions(), cfs[si::kRecords], key, &value).ok());
+  ASSERT_TRUE(raw->Get(rocksdb::ReadOptions(), cfs[cf], key, &value).ok());
   edit(&value);
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  ASSERT_TRUE(raw->Put(wo, cfs[si::kRecords], key, value).ok());
+  ASSERT_TRUE(raw->Put(wo, cfs[cf], key, value).ok());
   for (auto* h : cfs) (void)raw->DestroyColumnFamilyHandle(h);
   (void)raw->Close();
   delete raw;
+}
+
+// RewriteValue of the record `key`.
+inline void RewriteRecord(const std::string& path, const std::string& key,
+                          const std::function<void(std::string*)>& edit) {
+  RewriteValue(path, store_internal::kRecords, key, edit);
 }
 
 }  // namespace auxstore::testing
