@@ -9,6 +9,7 @@
 
 #include "store/rados/manifest_fields.h"
 #include "store/rados/rados_aio.h"
+#include "store/rados/rados_page_reader.h"
 
 namespace auxstore::shared {
 namespace {
@@ -206,18 +207,28 @@ Result<SharedTier::Listing> SharedTier::ListRecords(std::optional<NamespaceId> n
   return out;
 }
 
-Result<std::vector<std::vector<uint8_t>>> SharedTier::ReadLayers(const SharedRecord& r) {
+Result<std::vector<LayerBuffer>> SharedTier::ReadLayers(const SharedRecord& r) {
   AUXSTORE_ASSIGN_OR_RETURN(auto session, Current());
   Session& ss = *session;
-  const auto keys = r.Pages();
-  auto read = ss.pages.ReadPages(keys);
-  std::map<rados::PageKey, size_t> at;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (read[i].ok()) {
-      at[keys[i]] = i;
-      continue;
+  // Each segment straight into its place in its layer's buffer: one copy
+  // out of librados's buffers, hashed against the page key on the way.
+  std::vector<LayerBuffer> layers(r.layers.size());
+  std::vector<rados::PageKey> keys;
+  std::vector<std::span<uint8_t>> dst;
+  for (size_t li = 0; li < r.layers.size(); ++li) {
+    const uint64_t bytes = r.manifest.layers[li].bytes;  // = its segments' (DecodeSharedRecord)
+    layers[li] = {std::make_unique_for_overwrite<uint8_t[]>(bytes), bytes};
+    uint64_t at = 0;
+    for (const auto& s : r.layers[li].segments) {
+      keys.push_back(s.key);
+      dst.push_back({layers[li].data.get() + at, s.bytes});
+      at += s.bytes;
     }
-    Status st = read[i].status();
+  }
+  const std::vector<Status> read = rados::ReadPagesInto(*ss.conn, keys, dst, kPagesInFlight);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const Status& st = read[i];
+    if (st.ok()) continue;
     if (st.code() == StatusCode::kUnavailable || st.code() == StatusCode::kIOError) return Note(st);
     // Damaged or missing although a committed record names it: the record
     // is quarantined; a damaged page object goes too, so that the next put
@@ -230,25 +241,17 @@ Result<std::vector<std::vector<uint8_t>>> SharedTier::ReadLayers(const SharedRec
     QuarantineRecord(ss, r.ns, r.prefix);
     return Status::Corruption(why + " (snapshot " + r.prefix.ToHex() + " quarantined in the pool)");
   }
-  std::vector<std::vector<uint8_t>> layers;
   for (size_t li = 0; li < r.layers.size(); ++li) {
     const LayerEntry& entry = r.manifest.layers[li];
-    std::vector<uint8_t> blob;
-    blob.reserve(entry.bytes);
-    for (const auto& s : r.layers[li].segments) {
-      const auto& page = read[at[s.key]].value();
-      blob.insert(blob.end(), page.begin(), page.end());
-    }
     LayerHasher hasher(r.manifest, entry);
-    hasher.Update(blob);
-    if (blob.size() != entry.bytes || hasher.Digest() != entry.xxh3) {
+    hasher.Update(layers[li].span());
+    if (hasher.Digest() != entry.xxh3) {
       const std::string why = "RADOS pool '" + pool() + "': layer " + std::to_string(entry.layer) +
                               " of snapshot " + r.prefix.ToHex() +
                               " does not match its layer digest";
       QuarantineRecord(ss, r.ns, r.prefix);
       return Status::Corruption(why + " (quarantined in the pool)");
     }
-    layers.push_back(std::move(blob));
   }
   return layers;
 }

@@ -36,6 +36,14 @@ struct Upload {
   std::vector<ByteSpan> layers;
 };
 
+// One layer's bytes as read from the pool (not zeroed before: every byte
+// is written by the read).
+struct LayerBuffer {
+  std::unique_ptr<uint8_t[]> data;
+  uint64_t size = 0;
+  std::span<const uint8_t> span() const { return {data.get(), size}; }
+};
+
 struct TierCounters {
   std::atomic<uint64_t> uploads{0}, pages_stored{0}, pages_present{0}, upload_failures{0}, shed{0},
       restores{0}, corruptions{0};
@@ -62,10 +70,11 @@ class SharedTier {
   Result<std::vector<std::optional<SharedRecord>>> ReadRecords(NamespaceId ns,
                                                                std::span<const Prefix> prefixes);
 
-  // Every layer's bytes of `r`, its pages read in one batch. Corruption (the
-  // record quarantined) when a page is damaged or missing or a layer's digest
-  // differs: nothing unchecked is returned.
-  Result<std::vector<std::vector<uint8_t>>> ReadLayers(const SharedRecord& r);
+  // Every layer's bytes of `r`, its pages read in one window straight into
+  // the layers' buffers. Corruption (the record quarantined) when a page is
+  // damaged or missing or a layer's digest differs: nothing unchecked is
+  // returned.
+  Result<std::vector<LayerBuffer>> ReadLayers(const SharedRecord& r);
 
   Status TakeLease(NamespaceId ns, const Prefix& prefix, uint64_t lease_ms);
   Status ReleaseLease(NamespaceId ns, const Prefix& prefix);
@@ -92,10 +101,12 @@ class SharedTier {
   const std::string& holder() const { return holder_; }
 
  private:
+  // Aio page reads and writes outstanding at once, per call.
+  static constexpr size_t kPagesInFlight = 32;
   // One librados client and the page and manifest stores on it.
   struct Session {
     explicit Session(std::unique_ptr<rados::RadosConnection> c)
-        : conn(std::move(c)), pages(*conn, 32), manifests(*conn, 32) {}
+        : conn(std::move(c)), pages(*conn, kPagesInFlight), manifests(*conn, kPagesInFlight) {}
     std::unique_ptr<rados::RadosConnection> conn;
     rados::RadosPageStore pages;
     rados::RadosManifests manifests;

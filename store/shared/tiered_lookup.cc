@@ -23,7 +23,7 @@ Status TieredStore::Restore(const SharedRecord& r) {
   std::vector<LayerBlob> blobs;
   for (size_t i = 0; i < r.manifest.layers.size(); ++i) {
     const LayerEntry& e = r.manifest.layers[i];
-    blobs.push_back({e.layer, e.kind, (*layers)[i]});
+    blobs.push_back({e.layer, e.kind, (*layers)[i].span()});
   }
   PutOptions put;
   put.token_digest = r.manifest.token_digest;

@@ -133,10 +133,6 @@ Status TieredStore::QuarantineIfUnchanged(NamespaceId ns, const Prefix& prefix,
                                           const Manifest& seen, const Status& why) {
   return local_->QuarantineIfUnchanged(ns, prefix, seen, why);
 }
-Status TieredStore::List(std::optional<NamespaceId> ns,
-                         const std::function<bool(const SnapshotInfo&)>& visit) {
-  return local_->List(ns, visit);
-}
 Status TieredStore::RunMaintenance() { return local_->RunMaintenance(); }
 uint64_t TieredStore::DiskBytes() { return local_->DiskBytes(); }
 Result<Store::ChainPages> TieredStore::CountLeadingPages(NamespaceId ns,

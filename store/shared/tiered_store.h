@@ -9,7 +9,9 @@
 //     local store, and answers from there, so every local read path,
 //     pipeline included, serves restored snapshots unchanged;
 //   - Erase removes the pool's record too (Busy while another node's lease
-//     holds it); leases a lookup takes are also taken in the pool.
+//     holds it); leases a lookup takes are also taken in the pool;
+//   - List visits the local snapshots and the pool's, merged in key order
+//     (tiered_list.cc).
 // When the pool does not answer: a lookup answers from the local store
 // when that found something, else Unavailable; puts (kThrough), erase and
 // Flush return Unavailable.

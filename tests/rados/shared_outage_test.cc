@@ -80,6 +80,14 @@ TEST(SharedStoreOutage, CallsReturnUnavailableLocalReadsGoOnQueuedUploadsLandAft
             StatusCode::kUnavailable);
   EXPECT_EQ(Timed("OSDs dead: erase", [&] { return (*a)->Erase(*ns, conv.PrefixOf(128)); }).code(),
             StatusCode::kUnavailable);
+  // List: the local snapshots (128, and 256 committed locally) visited,
+  // the pool's missing said.
+  size_t listed = 0;
+  const Status list_dead = Timed("OSDs dead: list", [&] {
+    return (*a)->List(*ns, [&](const SnapshotInfo&) { return ++listed > 0; });
+  });
+  EXPECT_EQ(list_dead.code(), StatusCode::kUnavailable) << list_dead.ToString();
+  EXPECT_EQ(listed, 2u);
   // kBehind: accepted locally, the upload waits; Flush reports it.
   EXPECT_TRUE(Timed("OSDs dead: kBehind put", [&] { return conv.Put(**q, *ns, 192); }).ok());
   const Status flush_dead = Timed("OSDs dead: kBehind flush", [&] { return (*q)->Flush(); });

@@ -4,6 +4,7 @@
 // erases under another node's lease and writers killed with SIGKILL.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <set>
@@ -82,6 +83,41 @@ TEST_F(SharedStoreTest, ConcurrentPutsOfOnePrefixLeaveOneWholeSnapshot) {
   ASSERT_TRUE(ns.ok());
   EXPECT_TRUE(conv.Check(*d, *ns, 256).ok());
   EXPECT_EQ(d->Stats().shared_restores, 1u);
+}
+
+TEST_F(SharedStoreTest, ListVisitsTheLocalAndThePoolsSnapshotsOnceEachInKeyOrder) {
+  const Conversation conv(66);
+  auto a = Open(tmp_.Sub("a"));
+  ASSERT_TRUE(a);
+  auto ns = a->RegisterNamespace(conv.spec());
+  ASSERT_TRUE(ns.ok());
+  for (uint64_t n : {128, 256, 384}) ASSERT_TRUE(conv.Put(*a, *ns, n).ok()) << n;
+  // B holds 256 locally (restored from the pool) and 512 of its own
+  // (uploaded too); 128 and 384 are only in the pool.
+  auto b = Open(tmp_.Sub("b"));
+  ASSERT_TRUE(b);
+  ASSERT_TRUE(b->RegisterNamespace(conv.spec()).ok());
+  ASSERT_TRUE(conv.Check(*b, *ns, 256).ok());
+  ASSERT_TRUE(conv.Put(*b, *ns, 512).ok());
+  std::vector<Prefix> seen;
+  std::vector<uint64_t> tokens;
+  ASSERT_TRUE(b->List(*ns, [&](const SnapshotInfo& s) {
+                 seen.push_back(s.prefix);
+                 tokens.push_back(s.manifest.token_count);
+                 return true;
+               }).ok());
+  std::vector<Prefix> want;
+  for (uint64_t n : {128, 256, 384, 512}) want.push_back(conv.PrefixOf(n));
+  std::sort(want.begin(), want.end());  // key order within a namespace: the prefix bytes
+  EXPECT_EQ(seen, want);
+  std::multiset<uint64_t> counts(tokens.begin(), tokens.end());
+  EXPECT_EQ(counts, (std::multiset<uint64_t>{128, 256, 384, 512}));
+  // Stopping early stops: one visit, OK.
+  size_t visits = 0;
+  ASSERT_TRUE(b->List(*ns, [&](const SnapshotInfo&) { return ++visits < 1; }).ok());
+  EXPECT_EQ(visits, 1u);
+  // Listing restored nothing: B's directory still holds only its two.
+  EXPECT_EQ(b->Stats().shared_restores, 1u);
 }
 
 TEST_F(SharedStoreTest, EraseIsBusyWhileAnotherNodesLeaseHoldsTheSnapshot) {
