@@ -272,10 +272,12 @@ class Store {
   virtual Result<std::vector<std::optional<Manifest>>> GetManifests(
       NamespaceId ns, std::span<const Prefix> prefixes) = 0;
 
-  // Reads one whole layer into `dst` (at least the layer's size), every
-  // chunk checksum and the whole-blob hash verified, with no intermediate
-  // buffer: each chunk is copied once, from RocksDB's block into `dst`,
-  // during its verification. Returns the layer's size. OutOfRange (nothing
+  // Reads one whole layer into `dst` (at least the layer's size), verified,
+  // with no intermediate buffer: each chunk is copied once, from RocksDB's
+  // block into `dst`, in the pass that feeds the layer digest (every record
+  // header checked on the way). Each record's own checksum is checked only
+  // when the digest differs, to name and quarantine the damaged record: one
+  // hash pass per byte. Returns the layer's size. OutOfRange (nothing
   // written) when `dst` is too small. On Corruption the snapshot is
   // quarantined and `dst` holds partial bytes that must not be used.
   virtual Result<uint64_t> ReadLayerInto(NamespaceId ns, const Prefix& prefix, uint32_t layer,

@@ -29,15 +29,31 @@ class SharedStoreTest : public SharedPoolTest {
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return s.ok() ? std::move(s).value() : nullptr;
   }
+
+  // A store in `dir` that put conv's chained snapshots of 128, 256 and 384
+  // tokens (namespace in *ns); null on a failure (reported).
+  std::unique_ptr<Store> OpenWithChain(const Conversation& conv, const std::string& dir,
+                                       NamespaceId* ns) {
+    auto store = Open(dir);
+    if (!store) return nullptr;
+    auto id = store->RegisterNamespace(conv.spec());
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    if (!id.ok()) return nullptr;
+    *ns = *id;
+    for (uint64_t n : {128, 256, 384}) {
+      const Status st = conv.Put(*store, *ns, n);
+      EXPECT_TRUE(st.ok()) << n << ": " << st.ToString();
+      if (!st.ok()) return nullptr;
+    }
+    return store;
+  }
 };
 
 TEST_F(SharedStoreTest, AnotherProcessRestoresChainedSnapshotsByteExactAndStoresNothingNew) {
   const Conversation conv(11);
-  auto a = Open(tmp_.Sub("a"));
+  NamespaceId ns = 0;
+  auto a = OpenWithChain(conv, tmp_.Sub("a"), &ns);
   ASSERT_TRUE(a);
-  auto ns = a->RegisterNamespace(conv.spec());
-  ASSERT_TRUE(ns.ok());
-  for (uint64_t n : {128, 256, 384}) ASSERT_TRUE(conv.Put(*a, *ns, n).ok()) << n;
   const StoreStats sa = a->Stats();
   EXPECT_TRUE(sa.shared);
   EXPECT_EQ(sa.shared_uploads, 3u);
@@ -87,21 +103,19 @@ TEST_F(SharedStoreTest, ConcurrentPutsOfOnePrefixLeaveOneWholeSnapshot) {
 
 TEST_F(SharedStoreTest, ListVisitsTheLocalAndThePoolsSnapshotsOnceEachInKeyOrder) {
   const Conversation conv(66);
-  auto a = Open(tmp_.Sub("a"));
+  NamespaceId ns = 0;
+  auto a = OpenWithChain(conv, tmp_.Sub("a"), &ns);
   ASSERT_TRUE(a);
-  auto ns = a->RegisterNamespace(conv.spec());
-  ASSERT_TRUE(ns.ok());
-  for (uint64_t n : {128, 256, 384}) ASSERT_TRUE(conv.Put(*a, *ns, n).ok()) << n;
   // B holds 256 locally (restored from the pool) and 512 of its own
   // (uploaded too); 128 and 384 are only in the pool.
   auto b = Open(tmp_.Sub("b"));
   ASSERT_TRUE(b);
   ASSERT_TRUE(b->RegisterNamespace(conv.spec()).ok());
-  ASSERT_TRUE(conv.Check(*b, *ns, 256).ok());
-  ASSERT_TRUE(conv.Put(*b, *ns, 512).ok());
+  ASSERT_TRUE(conv.Check(*b, ns, 256).ok());
+  ASSERT_TRUE(conv.Put(*b, ns, 512).ok());
   std::vector<Prefix> seen;
   std::vector<uint64_t> tokens;
-  ASSERT_TRUE(b->List(*ns, [&](const SnapshotInfo& s) {
+  ASSERT_TRUE(b->List(ns, [&](const SnapshotInfo& s) {
                  seen.push_back(s.prefix);
                  tokens.push_back(s.manifest.token_count);
                  return true;
@@ -114,7 +128,7 @@ TEST_F(SharedStoreTest, ListVisitsTheLocalAndThePoolsSnapshotsOnceEachInKeyOrder
   EXPECT_EQ(counts, (std::multiset<uint64_t>{128, 256, 384, 512}));
   // Stopping early stops: one visit, OK.
   size_t visits = 0;
-  ASSERT_TRUE(b->List(*ns, [&](const SnapshotInfo&) { return ++visits < 1; }).ok());
+  ASSERT_TRUE(b->List(ns, [&](const SnapshotInfo&) { return ++visits < 1; }).ok());
   EXPECT_EQ(visits, 1u);
   // Listing restored nothing: B's directory still holds only its two.
   EXPECT_EQ(b->Stats().shared_restores, 1u);
