@@ -212,10 +212,12 @@ class DbStore final : public Store {
 
   // ---- reads (db_store_read.cc)
   Result<Manifest> LoadManifest(NamespaceId ns, const Prefix& prefix);
-  // A manifest value read under `key`, decoded; a damaged one quarantined
-  // (Corruption; NotFound when replaced meanwhile), as LoadManifest does.
-  Result<Manifest> DecodeStoredManifest(NamespaceId ns, const Prefix& prefix,
-                                        const std::string& key, const std::string& value);
+  // What a lookup of the manifest `key` found (`looked_up`, `value`), as
+  // LoadManifest returns it: NotFound, the read error, or the manifest
+  // decoded, a damaged one quarantined (Corruption; NotFound when replaced
+  // meanwhile). ReadSnapshotsInto's MultiGet shares it.
+  Result<Manifest> ManifestFromLookup(NamespaceId ns, const Prefix& prefix, const std::string& key,
+                                      const rocksdb::Status& looked_up, const std::string& value);
   Result<std::vector<std::optional<Manifest>>> MultiGetManifests(NamespaceId ns,
                                                                  std::span<const Prefix> prefixes);
   Result<NamespaceSpec> NamespaceSpecFor(NamespaceId ns);

@@ -90,14 +90,16 @@ Result<std::vector<std::pair<NamespaceId, NamespaceSpec>>> DbStore::ListNamespac
 Result<Manifest> DbStore::LoadManifest(NamespaceId ns, const Prefix& prefix) {
   const std::string key = SnapshotKey(ns, prefix);
   std::string value;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), cf_[kManifests], key, &value);
-  if (s.IsNotFound()) return Status::NotFound("no snapshot for " + Where(ns, prefix));
-  if (!s.ok()) return FromRocks(s, "read the manifest of " + Where(ns, prefix));
-  return DecodeStoredManifest(ns, prefix, key, value);
+  const rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), cf_[kManifests], key, &value);
+  return ManifestFromLookup(ns, prefix, key, s, value);
 }
 
-Result<Manifest> DbStore::DecodeStoredManifest(NamespaceId ns, const Prefix& prefix,
-                                               const std::string& key, const std::string& value) {
+Result<Manifest> DbStore::ManifestFromLookup(NamespaceId ns, const Prefix& prefix,
+                                             const std::string& key,
+                                             const rocksdb::Status& looked_up,
+                                             const std::string& value) {
+  if (looked_up.IsNotFound()) return Status::NotFound("no snapshot for " + Where(ns, prefix));
+  if (!looked_up.ok()) return FromRocks(looked_up, "read the manifest of " + Where(ns, prefix));
   auto m = DecodeManifestRecord(key, Bytes(value));
   if (!m.ok()) {
     return QuarantineIf(

@@ -128,12 +128,8 @@ void DbStore::ReadSnapshotsInto(std::span<SnapshotInto> snapshots) {
   for (size_t i = 0; i < snapshots.size(); ++i) {
     SnapshotInto& s = snapshots[i];
     if (s.layers.empty()) continue;
-    if (!statuses[i].ok()) {
-      // Absent, or a read error: the single read says which, as alone.
-      (void)ReadLayersInto(s.ns, s.prefix, s.layers);
-      continue;
-    }
-    auto m = DecodeStoredManifest(s.ns, s.prefix, keys[i], values[i].ToString());
+    auto m = ManifestFromLookup(s.ns, s.prefix, keys[i], statuses[i],
+                                statuses[i].ok() ? values[i].ToString() : std::string());
     if (!m.ok()) {
       FailRest(s.layers, 0, m.status());
       continue;
