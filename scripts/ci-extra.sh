@@ -13,14 +13,15 @@ echo "clang-format: $(echo "$files" | wc -l) files clean"
 
 echo "== TSan: concurrency tests"
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAUXSTORE_SANITIZE=thread \
-  -DAUXSTORE_CUDA=OFF >/dev/null
+  -DAUXSTORE_CUDA=OFF -DAUXSTORE_BUILD_BENCH=OFF >/dev/null
 cmake --build build-tsan -j"${AUXSTORE_JOBS:-2}" --target store_concurrency_test \
   pipeline_concurrency_test
 (cd build-tsan && TSAN_OPTIONS="ignore_noninstrumented_modules=1 halt_on_error=1" \
    ctest --output-on-failure -L concurrency --timeout 900)
 
 echo "== ASan+UBSan: unit tests"
-scripts/build.sh build-asan -DAUXSTORE_SANITIZE=address,undefined -DAUXSTORE_CUDA=OFF
+scripts/build.sh build-asan -DAUXSTORE_SANITIZE=address,undefined -DAUXSTORE_CUDA=OFF \
+  -DAUXSTORE_BUILD_BENCH=OFF
 (cd build-asan && ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1" \
    ctest --output-on-failure -j2 -L unit --timeout 900)
 
