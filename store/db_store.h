@@ -276,16 +276,23 @@ class DbStore final : public Store {
                                                   std::shared_ptr<const Manifest> manifest,
                                                   uint32_t layer, ReadMode mode,
                                                   std::shared_ptr<PieceReader> records);
-  std::shared_ptr<PieceReader> NewPieceReader(NamespaceId ns, ReadMode mode);
+  // `across_puts`: one iterator for every owner put, bounded by the end of
+  // the namespace (many small snapshots, each its own put, read one after
+  // another: ReadSnapshotsInto makes one iterator, not one per snapshot).
+  // Otherwise one iterator per owner put.
+  std::shared_ptr<PieceReader> NewPieceReader(NamespaceId ns, ReadMode mode,
+                                              bool across_puts = false);
   // A layer of a loaded manifest into `dst` (ReadLayerInto without the
   // manifest read and the touch).
   Result<uint64_t> CopyLayerInto(NamespaceId ns, const Prefix& prefix,
                                  const std::shared_ptr<const Manifest>& manifest, uint32_t layer,
                                  std::span<uint8_t> dst,
                                  const std::shared_ptr<PieceReader>& records);
-  // ReadLayersInto after its manifest read.
+  // ReadLayersInto after its manifest read, its records through `records`
+  // (null: a reader of its own).
   Status ReadLayersOf(NamespaceId ns, const Prefix& prefix,
-                      std::shared_ptr<const Manifest> manifest, std::span<LayerInto> layers);
+                      std::shared_ptr<const Manifest> manifest, std::span<LayerInto> layers,
+                      std::shared_ptr<PieceReader> records = nullptr);
   void Touch(NamespaceId ns, const Prefix& prefix);
   // Quarantines the snapshot if its stored manifest value still passes
   // `still_same` (null: any) and returns `why`; returns NotFound when it was

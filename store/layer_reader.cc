@@ -50,7 +50,8 @@ std::string Where(NamespaceId ns, const Prefix& prefix) {
 // nothing beside its read, holds one block, and reads in parallel.
 class DbStore::PieceReader {
  public:
-  PieceReader(DbStore& s, NamespaceId ns, bool pin) : s_(s), ns_(ns), pin_(pin) {}
+  PieceReader(DbStore& s, NamespaceId ns, bool pin, bool across_puts)
+      : s_(s), ns_(ns), pin_(pin), across_puts_(across_puts) {}
 
   // Pieces read ahead of at least this many bytes get their own iterator.
   static constexpr uint64_t kOwnIteratorBytes = 1u << 20;
@@ -69,13 +70,13 @@ class DbStore::PieceReader {
     Owner* o;
     {
       std::lock_guard lock(mu_);
-      auto& slot = owners_[piece.owner];
+      auto& slot = owners_[across_puts_ ? 0 : piece.owner];
       if (!slot) slot = std::make_unique<Owner>();
       o = slot.get();
     }
     std::lock_guard lock(o->mu);
     if (!o->it) {
-      o->upper = PutRangeEnd(ns_, piece.owner);
+      o->upper = PutRangeEnd(ns_, across_puts_ ? ~PutId{0} : piece.owner);
       o->upper_slice = o->upper;
       rocksdb::ReadOptions r = HotReadOptions();
       r.iterate_upper_bound = &o->upper_slice;
@@ -83,7 +84,12 @@ class DbStore::PieceReader {
       o->it.reset(s_.db_->NewIterator(r, s_.cf_[kRecords]));
       o->it->Seek(key);
     } else if (!(o->it->Valid() && o->it->key() == rocksdb::Slice(key))) {
-      if (o->it->Valid() && o->it->key().compare(key) < 0) o->it->Next();
+      // The next record of the same put is usually the next key. Another
+      // put's (across_puts_) is a Seek: put ids do not follow put order.
+      const rocksdb::Slice same_put(key.data(), kPutKeyBytes);
+      if (o->it->Valid() && o->it->key().starts_with(same_put) && o->it->key().compare(key) < 0) {
+        o->it->Next();
+      }
       if (!(o->it->Valid() && o->it->key() == rocksdb::Slice(key))) o->it->Seek(key);
     }
     if (!o->it->Valid()) {
@@ -107,6 +113,7 @@ class DbStore::PieceReader {
   DbStore& s_;
   const NamespaceId ns_;
   const bool pin_;
+  const bool across_puts_;  // one iterator, owners_[0], up to the namespace's end
   std::mutex mu_;
   std::map<PutId, std::unique_ptr<Owner>> owners_;
 };
@@ -321,8 +328,9 @@ class DbStore::LayerCursor final : public LayerReader {
   Status failed_;
 };
 
-std::shared_ptr<DbStore::PieceReader> DbStore::NewPieceReader(NamespaceId ns, ReadMode mode) {
-  return std::make_shared<PieceReader>(*this, ns, /*pin=*/mode.read_ahead > 0);
+std::shared_ptr<DbStore::PieceReader> DbStore::NewPieceReader(NamespaceId ns, ReadMode mode,
+                                                              bool across_puts) {
+  return std::make_shared<PieceReader>(*this, ns, /*pin=*/mode.read_ahead > 0, across_puts);
 }
 
 Result<std::unique_ptr<LayerReader>> DbStore::OpenCursor(NamespaceId ns, const Prefix& prefix,

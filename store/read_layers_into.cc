@@ -7,6 +7,7 @@
 // ReadLayerInto for stores that do not override it. ReadSnapshotsInto: the
 // layers of many snapshots, their manifests looked up in one MultiGet.
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -89,13 +90,13 @@ Status DbStore::ReadLayersInto(NamespaceId ns, const Prefix& prefix, std::span<L
 }
 
 Status DbStore::ReadLayersOf(NamespaceId ns, const Prefix& prefix,
-                             std::shared_ptr<const Manifest> manifest,
-                             std::span<LayerInto> layers) {
+                             std::shared_ptr<const Manifest> manifest, std::span<LayerInto> layers,
+                             std::shared_ptr<PieceReader> records) {
   if (std::any_of(layers.begin(), layers.end(),
                   [&](const LayerInto& l) { return manifest->FindLayer(l.layer) != nullptr; })) {
     Touch(ns, prefix);
   }
-  const auto records = NewPieceReader(ns, ReadMode{});
+  if (!records) records = NewPieceReader(ns, ReadMode{});
   Status first;
   for (size_t i = 0; i < layers.size(); ++i) {
     LayerInto& l = layers[i];
@@ -115,6 +116,19 @@ Status DbStore::ReadLayersOf(NamespaceId ns, const Prefix& prefix,
   return first;
 }
 
+namespace {
+
+// Whether every record of the snapshot is its own put's: no page of another
+// put (a chain's shared pages) in any layer.
+bool OwnsAllItsRecords(const Manifest& m) {
+  for (const LayerEntry& l : m.layers)
+    for (const PageRun& run : l.runs)
+      if (run.owner != m.put_id) return false;
+  return true;
+}
+
+}  // namespace
+
 void DbStore::ReadSnapshotsInto(std::span<SnapshotInto> snapshots) {
   // Every manifest in one MultiGet, each then decoded as LoadManifest does.
   std::vector<std::string> keys;
@@ -125,6 +139,12 @@ void DbStore::ReadSnapshotsInto(std::span<SnapshotInto> snapshots) {
   std::vector<rocksdb::Status> statuses(keys.size());
   db_->MultiGet(rocksdb::ReadOptions(), cf_[kManifests], keys.size(), slices.data(), values.data(),
                 statuses.data());
+  // Snapshots that own all their records (each its own put: a connector's
+  // pages) share one iterator per namespace, moved by a Seek from one to the
+  // next, instead of an iterator made and dropped per snapshot (about 6 % of
+  // a small page's instructions). A chain's snapshots read from many owners
+  // in turn and keep an iterator per owner.
+  std::map<NamespaceId, std::shared_ptr<PieceReader>> across;
   for (size_t i = 0; i < snapshots.size(); ++i) {
     SnapshotInto& s = snapshots[i];
     if (s.layers.empty()) continue;
@@ -134,7 +154,14 @@ void DbStore::ReadSnapshotsInto(std::span<SnapshotInto> snapshots) {
       FailRest(s.layers, 0, m.status());
       continue;
     }
-    (void)ReadLayersOf(s.ns, s.prefix, std::make_shared<const Manifest>(std::move(*m)), s.layers);
+    std::shared_ptr<PieceReader> records;
+    if (OwnsAllItsRecords(*m)) {
+      auto& shared = across[s.ns];
+      if (!shared) shared = NewPieceReader(s.ns, ReadMode{}, /*across_puts=*/true);
+      records = shared;
+    }
+    (void)ReadLayersOf(s.ns, s.prefix, std::make_shared<const Manifest>(std::move(*m)), s.layers,
+                       std::move(records));
   }
 }
 

@@ -245,5 +245,80 @@ TEST_F(ReadLayersIntoTest, ManySnapshotsReadAsEachAloneWithTheirOwnOutcomes) {
   store_->ReadSnapshotsInto({});  // nothing to do
 }
 
+// Snapshots that own all their records share one iterator across puts:
+// read in any order, beside an erased put's gap, a chain snapshot read from
+// many owners and a damaged record, each still reads as it would alone.
+TEST_F(ReadLayersIntoTest, SmallSnapshotsReadOneAfterAnotherStayExactAcrossGapsAndDamage) {
+  std::vector<std::vector<std::vector<uint8_t>>> blobs;
+  for (uint64_t s = 1; s <= 6; ++s)
+    blobs.push_back(PutLayers(PrefixFromSeed(s), {2 * kChunk + s, 3 * kChunk}, s));
+  ASSERT_TRUE(store_->Erase(ns_, PrefixFromSeed(3)).ok());
+  // A chain: 128 reads 64's pages (another owner) and its own.
+  const NamespaceSpec spec = testing::TestSpec();
+  std::vector<uint32_t> tokens(128);
+  for (uint32_t t = 0; t < tokens.size(); ++t) tokens[t] = 7 + t;
+  const auto keys = RandomBytes(tokens.size() * spec.qsa.hd * 2, 5);
+  std::vector<uint8_t> chain_qsa;
+  for (uint64_t n : {64u, 128u}) {
+    chain_qsa =
+        EncodeQsaBlob(n, n / spec.qsa.ratio, ByteSpan(keys).first(n * spec.qsa.hd * 2), spec.qsa.hd)
+            .value();
+    const std::vector<Prefix> chain = PrefixHashes(std::span(tokens).first(n), 16, 0);
+    PutOptions o;
+    o.block_chain = chain;
+    o.block_size = 16;
+    const LayerBlob layers[] = {{0, Kind::kQsa, chain_qsa}};
+    ASSERT_TRUE(store_->PutSnapshot(ns_, PrefixFromSeed(100 + n), n, layers, o).ok());
+  }
+  const Manifest longest = store_->GetManifest(ns_, PrefixFromSeed(228)).value();
+  bool reads_another_put = false;
+  for (const LayerEntry& l : longest.layers)
+    for (const PageRun& run : l.runs) reads_another_put |= run.owner != longest.put_id;
+  ASSERT_TRUE(reads_another_put) << "the chain's longest snapshot reads 164's pages";
+  const auto put5 = store_->GetManifest(ns_, PrefixFromSeed(5))->put_id;
+  Close();
+  testing::RewriteRecord(path(), store_internal::RecordKey(ns_, put5, 1, 0, 1),
+                         [](std::string* v) { (*v)[v->size() / 2] ^= 0x04; });
+  Open();
+
+  std::vector<std::vector<uint8_t>> room(12, std::vector<uint8_t>(3 * kChunk + 8, 0xee));
+  room[4].resize(chain_qsa.size());
+  std::vector<LayerInto> layers = {{0, room[0]}, {1, room[1]},   // 1
+                                   {1, room[2]}, {0, room[3]},   // 2
+                                   {0, room[4]},                 // 228: the chain's longest
+                                   {0, room[5]}, {1, room[6]},   // 4
+                                   {0, room[7]}, {1, room[8]},   // 5: its layer 1 damaged
+                                   {1, room[9]}, {0, room[10]},  // 6
+                                   {0, room[11]}};               // 3: erased
+  std::vector<Store::SnapshotInto> snaps = {
+      {ns_, PrefixFromSeed(1), std::span(layers).subspan(0, 2)},
+      {ns_, PrefixFromSeed(2), std::span(layers).subspan(2, 2)},
+      {ns_, PrefixFromSeed(228), std::span(layers).subspan(4, 1)},
+      {ns_, PrefixFromSeed(4), std::span(layers).subspan(5, 2)},
+      {ns_, PrefixFromSeed(5), std::span(layers).subspan(7, 2)},
+      {ns_, PrefixFromSeed(6), std::span(layers).subspan(9, 2)},
+      {ns_, PrefixFromSeed(3), std::span(layers).subspan(11, 1)}};
+  store_->ReadSnapshotsInto(snaps);
+  auto expect = [&](size_t target, const std::vector<uint8_t>& want) {
+    EXPECT_TRUE(layers[target].status.ok()) << target << ": " << layers[target].status.ToString();
+    EXPECT_EQ(Got(layers[target]), want) << "target " << target;
+  };
+  expect(0, blobs[0][0]);
+  expect(1, blobs[0][1]);
+  expect(2, blobs[1][1]);
+  expect(3, blobs[1][0]);
+  expect(4, chain_qsa);
+  expect(5, blobs[3][0]);
+  expect(6, blobs[3][1]);
+  expect(7, blobs[4][0]);
+  EXPECT_TRUE(layers[8].status.IsCorruption()) << layers[8].status.ToString();
+  EXPECT_NE(layers[8].status.message().find("layer 1 array 0 chunk 1 of put"), std::string::npos)
+      << layers[8].status.message();
+  expect(9, blobs[5][1]);
+  expect(10, blobs[5][0]);
+  EXPECT_TRUE(layers[11].status.IsNotFound()) << layers[11].status.ToString();
+  EXPECT_EQ(store_->Stats().quarantines, 1u) << "snapshot 5 only";
+}
+
 }  // namespace
 }  // namespace auxstore
