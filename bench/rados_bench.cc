@@ -66,7 +66,7 @@ struct RunFigures {
   double bench_write = 0, bench_seq = 0, put = 0, read = 0;  // MiB/s
   double raw_read = 0;   // aio reads into librados's buffers, nothing copied or checked
   double read_into = 0;  // ReadPagesInto: into the caller's (staging) buffers, checked
-  double store_put = -1, store_restore = -1;  // through Options::shared; -1: not built
+  double store_put = -1, store_restore = -1, store_batch_restore = -1;  // -1: not built
 };
 
 // Runs `cmd`; the number after "Bandwidth (MB/sec):" in its output (MiB/s);
@@ -184,6 +184,7 @@ bool RunOnce(const Options& o, const RadosUri& uri, int run, RunFigures& f) {
   if (!store.ok()) return std::fprintf(stderr, "%s\n", store.status().ToString().c_str()), false;
   f.store_put = store->put_mib_s;
   f.store_restore = store->restore_mib_s;
+  f.store_batch_restore = store->batch_restore_mib_s;
 #endif
   return true;
 }
@@ -202,7 +203,7 @@ int Main(const Options& o) {
       uri->pool.c_str(), o.size, o.in_flight, o.secs, o.count,
       static_cast<double>(o.count) * o.size / kMiB);
   std::vector<double> bw, bs, put, read, put_ratio, read_ratio, into, into_ratio, raw;
-  std::vector<double> sput, sput_ratio, srestore, srestore_ratio;
+  std::vector<double> sput, sput_ratio, srestore, srestore_ratio, sbatch, sbatch_ratio;
   for (int r = 0; r < o.runs; ++r) {
     RunFigures f;
     if (!RunOnce(o, *uri, r, f)) return 1;
@@ -220,11 +221,14 @@ int Main(const Options& o) {
     if (f.store_put >= 0) {
       std::printf(
           "run %d, store level: PutSnapshot %.1f (%.2fx bench write), cold restore %.1f (%.2fx "
-          "bench seq) MiB/s\n",
+          "bench seq), batched %.1f (%.2fx) MiB/s\n",
           r + 1, f.store_put, f.store_put / f.bench_write, f.store_restore,
-          f.store_restore / f.bench_seq);
+          f.store_restore / f.bench_seq, f.store_batch_restore,
+          f.store_batch_restore / f.bench_seq);
       sput.push_back(f.store_put), sput_ratio.push_back(f.store_put / f.bench_write);
       srestore.push_back(f.store_restore), srestore_ratio.push_back(f.store_restore / f.bench_seq);
+      sbatch.push_back(f.store_batch_restore),
+          sbatch_ratio.push_back(f.store_batch_restore / f.bench_seq);
     }
   }
   auto show = [](const char* what, const std::vector<double>& v, const char* unit) {
@@ -246,6 +250,8 @@ int Main(const Options& o) {
     show("store put / bench write", sput_ratio, "");
     show("store cold restore", srestore, "MiB/s");
     show("restore / bench seq", srestore_ratio, "");
+    show("store batched restore", sbatch, "MiB/s");
+    show("batched / bench seq", sbatch_ratio, "");
   }
   return 0;
 }

@@ -2,12 +2,21 @@
 // pool, asked for every candidate in one batched round, and what it holds
 // restored into the local store, which then answers.
 #include <algorithm>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_future.hpp>
+#include <future>
+#include <optional>
 
 #include "store/shared/tiered_store.h"
 
 namespace auxstore::shared {
 
 Status TieredStore::Restore(const SharedRecord& r) {
+  AUXSTORE_ASSIGN_OR_RETURN(auto layers, Fetch(r));
+  return Fill(r, layers);
+}
+
+Result<std::vector<LayerBuffer>> TieredStore::Fetch(const SharedRecord& r) {
   if (NamespaceFingerprint(r.spec) != r.ns) {
     return Status::Corruption("RADOS pool '" + tier_->pool() + "': snapshot " + r.prefix.ToHex() +
                               "'s namespace spec does not fingerprint to its namespace id");
@@ -18,12 +27,15 @@ Status TieredStore::Restore(const SharedRecord& r) {
   AUXSTORE_RETURN_IF_ERROR(tier_->TakeLease(r.ns, r.prefix, lease_ms));
   auto layers = tier_->ReadLayers(r);
   (void)tier_->ReleaseLease(r.ns, r.prefix);
-  if (!layers.ok()) return layers.status();
+  return layers;
+}
+
+Status TieredStore::Fill(const SharedRecord& r, const std::vector<LayerBuffer>& layers) {
   AUXSTORE_ASSIGN_OR_RETURN(NamespaceId ns, local_->RegisterNamespace(r.spec));
   std::vector<LayerBlob> blobs;
   for (size_t i = 0; i < r.manifest.layers.size(); ++i) {
     const LayerEntry& e = r.manifest.layers[i];
-    blobs.push_back({e.layer, e.kind, (*layers)[i].span()});
+    blobs.push_back({e.layer, e.kind, layers[i].span()});
   }
   PutOptions put;
   put.token_digest = r.manifest.token_digest;
@@ -40,25 +52,41 @@ Status TieredStore::RestoreFromPool(NamespaceId ns, std::span<const Prefix> pref
   if (from >= prefixes.size()) return Status::Ok();
   AUXSTORE_ASSIGN_OR_RETURN(auto records, tier_->ReadRecords(ns, prefixes.subspan(from)));
   Status first_error;
-  auto restore = [&](size_t i) {
-    if (!records[i]) return false;
-    Status st = Restore(*records[i]);
+  auto note = [&](const Status& st) {  // true when `st` is OK
     if (!st.ok() && first_error.ok() && st.code() != StatusCode::kNotFound) first_error = st;
     return st.ok();
   };
-  switch (want) {
-    case Want::kLongest:
-      for (size_t i = records.size(); i-- > 0;)
-        if (restore(i)) return Status::Ok();
-      break;
-    case Want::kLeading:
-      for (size_t i = 0; i < records.size(); ++i)
-        if (!restore(i)) break;
-      break;
-    case Want::kAll:
-      for (size_t i = 0; i < records.size(); ++i) restore(i);
-      break;
+  if (want == Want::kLongest) {
+    for (size_t i = records.size(); i-- > 0;)
+      if (records[i] && note(Restore(*records[i]))) return Status::Ok();
+    return first_error;
   }
+  // A batch: the pages of snapshot i + 1 are read from the pool (waiting on
+  // the OSDs) while snapshot i is written into the local store (CPU and
+  // local disk), so each costs about the longer of the two, not their sum.
+  std::future<Status> filling;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const bool leading = want == Want::kLeading;
+    std::optional<Result<std::vector<LayerBuffer>>> fetched;
+    if (records[i]) fetched = Fetch(*records[i]);
+    const bool filled = !filling.valid() || note(filling.get());
+    if (!filled && leading) break;  // snapshot i - 1 is not local: the run ends there
+    if (!fetched || !note(fetched->status())) {
+      if (leading) break;
+      continue;
+    }
+    if (i + 1 == records.size()) {
+      note(Fill(*records[i], **fetched));  // the last: nothing left to overlap it with
+      break;
+    }
+    // The record is copied: the fill must not depend on this frame.
+    filling = boost::asio::post(
+        fill_thread_,
+        boost::asio::use_future([this, r = *records[i], layers = std::move(**fetched)]() -> Status {
+          return Fill(r, layers);
+        }));
+  }
+  if (filling.valid()) note(filling.get());
   return first_error;
 }
 

@@ -17,10 +17,12 @@
 // Flush return Unavailable.
 #pragma once
 
+#include <boost/asio/thread_pool.hpp>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "auxstore/store.h"
 #include "store/shared/shared_tier.h"
@@ -89,11 +91,18 @@ class TieredStore final : public Store {
   // The upload of a put: the local manifest and the bytes matching it.
   Status Upload(NamespaceId ns, const Prefix& prefix, std::span<const LayerBlob> layers,
                 const PutOptions& put);
-  // Restores one record into the local store (leased in the pool meanwhile).
+  // Restores one record into the local store: Fetch, then Fill.
   Status Restore(const SharedRecord& r);
+  // Reads a record's layers from the pool, every byte checked (leased in the
+  // pool meanwhile).
+  Result<std::vector<LayerBuffer>> Fetch(const SharedRecord& r);
+  // Writes fetched layers into the local store as the record's snapshot.
+  Status Fill(const SharedRecord& r, const std::vector<LayerBuffer>& layers);
   // Which of prefixes[from..] the pool holds (one batched round) restored:
   // kLongest — the longest it holds (trying shorter ones when it fails);
-  // kLeading — the leading run from `from`; kAll — each it holds.
+  // kLeading — the leading run from `from`; kAll — each it holds. With
+  // kLeading and kAll, snapshot i + 1 is fetched while snapshot i is filled
+  // (on fill_thread_); every fill is done when the call returns.
   enum class Want { kLongest, kLeading, kAll };
   Status RestoreFromPool(NamespaceId ns, std::span<const Prefix> prefixes, size_t from, Want want);
   // Restores (ns, prefix) when the local store lacks it: true when it did.
@@ -109,6 +118,9 @@ class TieredStore final : public Store {
   std::unique_ptr<UploadQueue> queue_;  // kBehind only
   std::mutex leases_mu_;
   std::map<LeaseId, std::pair<NamespaceId, Prefix>> leases_;  // leases also held in the pool
+  // Runs the local fills of batched restores; last, so that it is joined
+  // before the stores go (no fill outlives its RestoreFromPool anyway).
+  boost::asio::thread_pool fill_thread_{1};
 };
 
 }  // namespace auxstore::shared

@@ -192,6 +192,61 @@ TEST_F(SharedStoreTest, ADamagedPageIsNeverReturnedAndItsSnapshotIsQuarantinedIn
   EXPECT_TRUE(conv.Check(*c, *ns, 128).ok());
 }
 
+TEST_F(SharedStoreTest, BatchedRestoresFillWhatTheyFetchAndEndTheLeadingRunAtADamagedSnapshot) {
+  // A batch fetches snapshot i + 1 from the pool while it writes snapshot i
+  // into the local store: whatever a later fetch meets, every snapshot
+  // before it is filled whole, and the leading run ends where it should.
+  const Conversation conv(77);
+  auto a = Open(tmp_.Sub("a"));
+  ASSERT_TRUE(a);
+  auto ns = a->RegisterNamespace(conv.spec());
+  ASSERT_TRUE(ns.ok());
+  auto page_objects = [&] {
+    std::set<std::string> pages;
+    for (auto it = conn_->io().nobjects_begin(); it != conn_->io().nobjects_end(); ++it)
+      if (it->get_oid().starts_with("page.")) pages.insert(it->get_oid());
+    return pages;
+  };
+  ASSERT_TRUE(conv.Put(*a, *ns, 128).ok());
+  ASSERT_TRUE(conv.Put(*a, *ns, 256).ok());
+  const std::set<std::string> before = page_objects();
+  ASSERT_TRUE(conv.Put(*a, *ns, 384).ok());
+  std::string victim;  // a page only 384 names
+  for (const std::string& p : page_objects())
+    if (!before.contains(p)) victim = p;
+  ASSERT_FALSE(victim.empty());
+  librados::bufferlist junk;
+  junk.append(std::string(100, 'x'));
+  ASSERT_EQ(conn_->io().write_full(victim, junk), 0);
+  const std::vector<Prefix> chain = {conv.PrefixOf(128), conv.PrefixOf(256), conv.PrefixOf(384)};
+
+  // kAll (GetManifests): 128 and 256 restored, 384's damage reported.
+  auto b = Open(tmp_.Sub("b"));
+  ASSERT_TRUE(b);
+  ASSERT_TRUE(b->RegisterNamespace(conv.spec()).ok());
+  auto all = b->GetManifests(*ns, chain);
+  EXPECT_EQ(all.status().code(), StatusCode::kCorruption) << all.status().ToString();
+  EXPECT_EQ(b->Stats().shared_restores, 2u);
+  EXPECT_EQ(b->Stats().shared_corruptions, 1u);
+  EXPECT_TRUE(conv.Check(*b, *ns, 128).ok());
+  EXPECT_TRUE(conv.Check(*b, *ns, 256).ok());
+  EXPECT_EQ(b->Stats().shared_restores, 2u) << "a check read from the pool: not filled locally";
+  EXPECT_EQ(Objects("manifest."), 2u) << "384, which names the damaged page, is still in the pool";
+
+  // kLeading (CountLeadingStored) on another empty directory: the run of
+  // two, each filled whole before the call returns.
+  auto c = Open(tmp_.Sub("c"));
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->RegisterNamespace(conv.spec()).ok());
+  auto leading = c->CountLeadingStored(*ns, chain);
+  ASSERT_TRUE(leading.ok()) << leading.status().ToString();
+  EXPECT_EQ(*leading, 2u);
+  EXPECT_EQ(c->Stats().shared_restores, 2u);
+  EXPECT_TRUE(conv.Check(*c, *ns, 128).ok());
+  EXPECT_TRUE(conv.Check(*c, *ns, 256).ok());
+  EXPECT_EQ(c->GetManifest(*ns, conv.PrefixOf(384)).status().code(), StatusCode::kNotFound);
+}
+
 TEST_F(SharedStoreTest, VerifyRepairAndCompactCoverThePool) {
   const Conversation conv(55);
   auto a = Open(tmp_.Sub("a"));
