@@ -30,16 +30,40 @@ class SharedStoreTest : public SharedPoolTest {
     return s.ok() ? std::move(s).value() : nullptr;
   }
 
-  // A store in `dir` that put conv's chained snapshots of 128, 256 and 384
-  // tokens (namespace in *ns); null on a failure (reported).
-  std::unique_ptr<Store> OpenWithChain(const Conversation& conv, const std::string& dir,
-                                       NamespaceId* ns) {
+  // A store in `dir` with conv's namespace registered (in *ns); null on a
+  // failure (reported).
+  std::unique_ptr<Store> OpenRegistered(const Conversation& conv, const std::string& dir,
+                                        NamespaceId* ns) {
     auto store = Open(dir);
     if (!store) return nullptr;
     auto id = store->RegisterNamespace(conv.spec());
     EXPECT_TRUE(id.ok()) << id.status().ToString();
     if (!id.ok()) return nullptr;
     *ns = *id;
+    return store;
+  }
+
+  // The pool's page objects, by name.
+  std::set<std::string> PageObjects() {
+    std::set<std::string> pages;
+    for (auto it = conn_->io().nobjects_begin(); it != conn_->io().nobjects_end(); ++it)
+      if (it->get_oid().starts_with("page.")) pages.insert(it->get_oid());
+    return pages;
+  }
+
+  // A raw write over `object`, behind every store's back.
+  void Overwrite(const std::string& object, const std::string& bytes) {
+    librados::bufferlist bl;
+    bl.append(bytes);
+    ASSERT_EQ(conn_->io().write_full(object, bl), 0) << object;
+  }
+
+  // A store in `dir` that put conv's chained snapshots of 128, 256 and 384
+  // tokens (namespace in *ns); null on a failure (reported).
+  std::unique_ptr<Store> OpenWithChain(const Conversation& conv, const std::string& dir,
+                                       NamespaceId* ns) {
+    auto store = OpenRegistered(conv, dir, ns);
+    if (!store) return nullptr;
     for (uint64_t n : {128, 256, 384}) {
       const Status st = conv.Put(*store, *ns, n);
       EXPECT_TRUE(st.ok()) << n << ": " << st.ToString();
@@ -159,37 +183,32 @@ TEST_F(SharedStoreTest, EraseIsBusyWhileAnotherNodesLeaseHoldsTheSnapshot) {
 
 TEST_F(SharedStoreTest, ADamagedPageIsNeverReturnedAndItsSnapshotIsQuarantinedInThePool) {
   const Conversation conv(44);
-  auto a = Open(tmp_.Sub("a"));
+  NamespaceId ns = 0;
+  auto a = OpenRegistered(conv, tmp_.Sub("a"), &ns);
   ASSERT_TRUE(a);
-  auto ns = a->RegisterNamespace(conv.spec());
-  ASSERT_TRUE(ns.ok());
-  ASSERT_TRUE(conv.Put(*a, *ns, 128).ok());
+  ASSERT_TRUE(conv.Put(*a, ns, 128).ok());
   ASSERT_EQ(Objects("manifest."), 1u);
   // A raw write over one page object, behind the store's back.
-  std::string victim;
-  for (auto it = conn_->io().nobjects_begin(); it != conn_->io().nobjects_end(); ++it)
-    if (it->get_oid().starts_with("page.")) victim = it->get_oid();
-  ASSERT_FALSE(victim.empty());
-  librados::bufferlist junk;
-  junk.append(std::string(100, 'x'));
-  ASSERT_EQ(conn_->io().write_full(victim, junk), 0);
+  const auto pages = PageObjects();
+  ASSERT_FALSE(pages.empty());
+  Overwrite(*pages.begin(), std::string(100, 'x'));
 
   auto b = Open(tmp_.Sub("b"));
   ASSERT_TRUE(b);
   ASSERT_TRUE(b->RegisterNamespace(conv.spec()).ok());
   std::vector<uint8_t> dst(1 << 20);
-  auto read = b->ReadLayerInto(*ns, conv.PrefixOf(128), 0, dst);
+  auto read = b->ReadLayerInto(ns, conv.PrefixOf(128), 0, dst);
   EXPECT_EQ(read.status().code(), StatusCode::kCorruption) << read.status().ToString();
   EXPECT_EQ(b->Stats().shared_corruptions, 1u);
   EXPECT_EQ(b->Stats().shared_restores, 0u);
   EXPECT_EQ(Objects("manifest."), 0u) << "the snapshot using the damaged page is still in the pool";
-  EXPECT_FALSE(b->GetManifests(*ns, std::vector<Prefix>{conv.PrefixOf(128)}).value()[0]);
+  EXPECT_FALSE(b->GetManifests(ns, std::vector<Prefix>{conv.PrefixOf(128)}).value()[0]);
   // The writer still has it; putting it again stores the page afresh.
-  ASSERT_TRUE(conv.Put(*a, *ns, 128).ok());
+  ASSERT_TRUE(conv.Put(*a, ns, 128).ok());
   auto c = Open(tmp_.Sub("c"));
   ASSERT_TRUE(c);
   ASSERT_TRUE(c->RegisterNamespace(conv.spec()).ok());
-  EXPECT_TRUE(conv.Check(*c, *ns, 128).ok());
+  EXPECT_TRUE(conv.Check(*c, ns, 128).ok());
 }
 
 TEST_F(SharedStoreTest, BatchedRestoresFillWhatTheyFetchAndEndTheLeadingRunAtADamagedSnapshot) {
@@ -197,39 +216,30 @@ TEST_F(SharedStoreTest, BatchedRestoresFillWhatTheyFetchAndEndTheLeadingRunAtADa
   // into the local store: whatever a later fetch meets, every snapshot
   // before it is filled whole, and the leading run ends where it should.
   const Conversation conv(77);
-  auto a = Open(tmp_.Sub("a"));
+  NamespaceId ns = 0;
+  auto a = OpenRegistered(conv, tmp_.Sub("a"), &ns);
   ASSERT_TRUE(a);
-  auto ns = a->RegisterNamespace(conv.spec());
-  ASSERT_TRUE(ns.ok());
-  auto page_objects = [&] {
-    std::set<std::string> pages;
-    for (auto it = conn_->io().nobjects_begin(); it != conn_->io().nobjects_end(); ++it)
-      if (it->get_oid().starts_with("page.")) pages.insert(it->get_oid());
-    return pages;
-  };
-  ASSERT_TRUE(conv.Put(*a, *ns, 128).ok());
-  ASSERT_TRUE(conv.Put(*a, *ns, 256).ok());
-  const std::set<std::string> before = page_objects();
-  ASSERT_TRUE(conv.Put(*a, *ns, 384).ok());
+  ASSERT_TRUE(conv.Put(*a, ns, 128).ok());
+  ASSERT_TRUE(conv.Put(*a, ns, 256).ok());
+  const std::set<std::string> before = PageObjects();
+  ASSERT_TRUE(conv.Put(*a, ns, 384).ok());
   std::string victim;  // a page only 384 names
-  for (const std::string& p : page_objects())
+  for (const std::string& p : PageObjects())
     if (!before.contains(p)) victim = p;
   ASSERT_FALSE(victim.empty());
-  librados::bufferlist junk;
-  junk.append(std::string(100, 'x'));
-  ASSERT_EQ(conn_->io().write_full(victim, junk), 0);
+  Overwrite(victim, std::string(100, 'x'));
   const std::vector<Prefix> chain = {conv.PrefixOf(128), conv.PrefixOf(256), conv.PrefixOf(384)};
 
   // kAll (GetManifests): 128 and 256 restored, 384's damage reported.
   auto b = Open(tmp_.Sub("b"));
   ASSERT_TRUE(b);
   ASSERT_TRUE(b->RegisterNamespace(conv.spec()).ok());
-  auto all = b->GetManifests(*ns, chain);
+  auto all = b->GetManifests(ns, chain);
   EXPECT_EQ(all.status().code(), StatusCode::kCorruption) << all.status().ToString();
   EXPECT_EQ(b->Stats().shared_restores, 2u);
   EXPECT_EQ(b->Stats().shared_corruptions, 1u);
-  EXPECT_TRUE(conv.Check(*b, *ns, 128).ok());
-  EXPECT_TRUE(conv.Check(*b, *ns, 256).ok());
+  EXPECT_TRUE(conv.Check(*b, ns, 128).ok());
+  EXPECT_TRUE(conv.Check(*b, ns, 256).ok());
   EXPECT_EQ(b->Stats().shared_restores, 2u) << "a check read from the pool: not filled locally";
   EXPECT_EQ(Objects("manifest."), 2u) << "384, which names the damaged page, is still in the pool";
 
@@ -238,31 +248,28 @@ TEST_F(SharedStoreTest, BatchedRestoresFillWhatTheyFetchAndEndTheLeadingRunAtADa
   auto c = Open(tmp_.Sub("c"));
   ASSERT_TRUE(c);
   ASSERT_TRUE(c->RegisterNamespace(conv.spec()).ok());
-  auto leading = c->CountLeadingStored(*ns, chain);
+  auto leading = c->CountLeadingStored(ns, chain);
   ASSERT_TRUE(leading.ok()) << leading.status().ToString();
   EXPECT_EQ(*leading, 2u);
   EXPECT_EQ(c->Stats().shared_restores, 2u);
-  EXPECT_TRUE(conv.Check(*c, *ns, 128).ok());
-  EXPECT_TRUE(conv.Check(*c, *ns, 256).ok());
-  EXPECT_EQ(c->GetManifest(*ns, conv.PrefixOf(384)).status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(conv.Check(*c, ns, 128).ok());
+  EXPECT_TRUE(conv.Check(*c, ns, 256).ok());
+  EXPECT_EQ(c->GetManifest(ns, conv.PrefixOf(384)).status().code(), StatusCode::kNotFound);
 }
 
 TEST_F(SharedStoreTest, VerifyRepairAndCompactCoverThePool) {
   const Conversation conv(55);
-  auto a = Open(tmp_.Sub("a"));
+  NamespaceId ns = 0;
+  auto a = OpenRegistered(conv, tmp_.Sub("a"), &ns);
   ASSERT_TRUE(a);
-  auto ns = a->RegisterNamespace(conv.spec());
-  ASSERT_TRUE(ns.ok());
-  ASSERT_TRUE(conv.Put(*a, *ns, 128).ok());
+  ASSERT_TRUE(conv.Put(*a, ns, 128).ok());
   auto clean = a->Verify();
   ASSERT_TRUE(clean.ok()) << clean.status().ToString();
   EXPECT_TRUE(clean->clean());
-  std::string victim;
-  for (auto it = conn_->io().nobjects_begin(); it != conn_->io().nobjects_end(); ++it)
-    if (it->get_oid().starts_with("page.")) victim = it->get_oid();
-  librados::bufferlist junk;
-  junk.append(std::string(64, 'y'));
-  ASSERT_EQ(conn_->io().write_full(victim, junk), 0);
+  const auto pages = PageObjects();
+  ASSERT_FALSE(pages.empty());
+  const std::string victim = *pages.begin();
+  Overwrite(victim, std::string(64, 'y'));
 
   auto found = a->Verify();
   ASSERT_TRUE(found.ok()) << found.status().ToString();
@@ -273,10 +280,10 @@ TEST_F(SharedStoreTest, VerifyRepairAndCompactCoverThePool) {
   auto repaired = a->Repair(*found);
   ASSERT_TRUE(repaired.ok()) << repaired.status().ToString();
   ASSERT_EQ(repaired->removed.size(), 1u);
-  EXPECT_EQ(repaired->removed[0].ns, *ns);
+  EXPECT_EQ(repaired->removed[0].ns, ns);
   EXPECT_EQ(repaired->removed[0].prefix, conv.PrefixOf(128));
   EXPECT_EQ(Objects("manifest."), 0u);
-  EXPECT_TRUE(conv.Check(*a, *ns, 128).ok()) << "the local copy is healthy and stays";
+  EXPECT_TRUE(conv.Check(*a, ns, 128).ok()) << "the local copy is healthy and stays";
   auto after = a->Verify();
   ASSERT_TRUE(after.ok());
   EXPECT_TRUE(after->clean());
