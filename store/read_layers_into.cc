@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "format/layer_layout.h"
 #include "store/db_store.h"
 #include "store/keys.h"
 
@@ -116,19 +117,6 @@ Status DbStore::ReadLayersOf(NamespaceId ns, const Prefix& prefix,
   return first;
 }
 
-namespace {
-
-// Whether every record of the snapshot is its own put's: no page of another
-// put (a chain's shared pages) in any layer.
-bool OwnsAllItsRecords(const Manifest& m) {
-  for (const LayerEntry& l : m.layers)
-    for (const PageRun& run : l.runs)
-      if (run.owner != m.put_id) return false;
-  return true;
-}
-
-}  // namespace
-
 void DbStore::ReadSnapshotsInto(std::span<SnapshotInto> snapshots) {
   // Every manifest in one MultiGet, each then decoded as LoadManifest does.
   std::vector<std::string> keys;
@@ -155,7 +143,7 @@ void DbStore::ReadSnapshotsInto(std::span<SnapshotInto> snapshots) {
       continue;
     }
     std::shared_ptr<PieceReader> records;
-    if (OwnsAllItsRecords(*m)) {
+    if (UsedPuts(*m).size() == 1) {  // its own put's records only
       auto& shared = across[s.ns];
       if (!shared) shared = NewPieceReader(s.ns, ReadMode{}, /*across_puts=*/true);
       records = shared;

@@ -64,9 +64,9 @@ Status TieredStore::RestoreFromPool(NamespaceId ns, std::span<const Prefix> pref
   // A batch: the pages of snapshot i + 1 are read from the pool (waiting on
   // the OSDs) while snapshot i is written into the local store (CPU and
   // local disk), so each costs about the longer of the two, not their sum.
+  const bool leading = want == Want::kLeading;
   std::future<Status> filling;
   for (size_t i = 0; i < records.size(); ++i) {
-    const bool leading = want == Want::kLeading;
     std::optional<Result<std::vector<LayerBuffer>>> fetched;
     if (records[i]) fetched = Fetch(*records[i]);
     const bool filled = !filling.valid() || note(filling.get());
