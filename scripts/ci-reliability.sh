@@ -17,7 +17,7 @@
 #   here; logs in build-rel/soak-*.log). CI runs the bounded defaults instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-jobs=${AUXSTORE_JOBS:-2}
+jobs=$(scripts/jobs.sh)
 fuzz_seconds=${FUZZ_SECONDS:-30}
 fuzz_only=0
 [ "${1:-}" = "--fuzz-only" ] && fuzz_only=1
