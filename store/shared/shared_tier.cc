@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <map>
 #include <random>
+#include <set>
 
 #include "store/rados/manifest_fields.h"
 #include "store/rados/rados_aio.h"
@@ -108,7 +109,23 @@ Status SharedTier::Note(Status st) {
   return st;
 }
 
-Status SharedTier::Put(Upload& up) {
+Result<std::vector<rados::PageKey>> SharedTier::PutPagesAhead(std::span<const ByteSpan> pages) {
+  auto session = Current();
+  if (!session.ok()) {
+    ++counters_.upload_failures;
+    return session.status();
+  }
+  auto put = (*session)->pages.PutPages(pages);
+  if (!put.ok()) {
+    ++counters_.upload_failures;
+    return Note(put.status());
+  }
+  counters_.pages_stored += put->stored;
+  counters_.pages_present += put->already_stored;
+  return std::move(put->keys);
+}
+
+Status SharedTier::Put(Upload& up, std::span<const rados::PageKey> ahead) {
   auto session = Current();
   if (!session.ok()) {
     ++counters_.upload_failures;
@@ -132,14 +149,20 @@ Status SharedTier::Put(Upload& up) {
   std::map<rados::PageKey, ByteSpan> distinct;
   for (size_t i = 0, k = 0; i < r.layers.size(); ++i)
     for (const auto& s : r.layers[i].segments) distinct.emplace(s.key, pieces[k++]);
+  const std::set<rados::PageKey> stored_ahead(ahead.begin(), ahead.end());
   pieces.clear();
-  for (auto& [key, bytes] : distinct) pieces.push_back(bytes);
+  for (auto& [key, page] : distinct)
+    if (!stored_ahead.contains(key)) pieces.push_back(page);
   const auto id = SharedId(r.ns, r.prefix);
   const auto bytes = EncodeSharedRecord(r);
   Status st;
   // A page found stored may be reclaimed before the commit touches it (an
   // orphan past its grace): the commit then says NotFound; put again.
   for (int attempt = 0; attempt < 3; ++attempt) {
+    if (attempt > 0 && !stored_ahead.empty()) {  // a page was reclaimed: all of them again
+      pieces.clear();
+      for (auto& [key, page] : distinct) pieces.push_back(page);
+    }
     auto put = ss.pages.PutPages(pieces);
     if (!put.ok()) {
       st = put.status();

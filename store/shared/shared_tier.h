@@ -61,7 +61,14 @@ class SharedTier {
 
   // Stores the pages, then commits the record. OK also when another writer
   // committed this prefix first (same or other bytes: one wins, never a mix).
-  Status Put(Upload& up);
+  // `ahead`: pages PutPagesAhead already stored, not sent again (unless the
+  // commit finds one reclaimed meanwhile: then every page is put again).
+  Status Put(Upload& up, std::span<const rados::PageKey> ahead = {});
+
+  // Stores pages ahead of the record that will name them (a put's pages
+  // while its local commit runs); their keys. Until a record names them
+  // they are orphans: `compact` reclaims them after its grace period.
+  Result<std::vector<rados::PageKey>> PutPagesAhead(std::span<const ByteSpan> pages);
 
   // The records of (ns, prefixes[i]), read in one batched round: nullopt
   // where the pool has none. A damaged record (bytes not matching their

@@ -2,8 +2,13 @@
 // local. Lookups and restores: tiered_lookup.cc.
 #include "store/shared/tiered_store.h"
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_future.hpp>
+#include <future>
 #include <map>
+#include <optional>
 
+#include "store/shared/planned_pages.h"
 #include "store/shared_open.h"
 
 namespace auxstore::shared {
@@ -44,12 +49,38 @@ TieredStore::~TieredStore() {
 
 Status TieredStore::PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t token_count,
                                 std::span<const LayerBlob> layers, const PutOptions& put) {
-  AUXSTORE_RETURN_IF_ERROR(local_->PutSnapshot(ns, prefix, token_count, layers, put));
-  return Upload(ns, prefix, layers, put);
+  if (queue_) {  // kBehind: queued once the local commit is done
+    AUXSTORE_RETURN_IF_ERROR(local_->PutSnapshot(ns, prefix, token_count, layers, put));
+    return Upload(ns, prefix, layers, put);
+  }
+  // kThrough: the pages go to the pool while the local store commits the
+  // snapshot (the two take about as long: a put costs the longer of them,
+  // not their sum); the record naming them is committed after both. Layers
+  // the local put would refuse send nothing ahead.
+  std::optional<std::vector<ByteSpan>> planned;
+  if (auto spec = local_->GetNamespace(ns); spec.ok()) {
+    planned = PlanPages(*spec, token_count, layers, put);
+  }
+  std::future<Result<std::vector<rados::PageKey>>> ahead;
+  if (planned && !planned->empty()) {
+    ahead = boost::asio::post(upload_threads_, boost::asio::use_future([this, &planned] {
+                                return tier_->PutPagesAhead(*planned);
+                              }));
+  }
+  const Status local = local_->PutSnapshot(ns, prefix, token_count, layers, put);
+  std::vector<rados::PageKey> stored;
+  if (ahead.valid()) {  // waited for in every case: it reads the caller's layers
+    auto sent = ahead.get();
+    // The pool did not take the pages: the put failed as an upload fails.
+    if (local.ok() && !sent.ok()) return sent.status();
+    if (sent.ok()) stored = std::move(sent).value();
+  }
+  AUXSTORE_RETURN_IF_ERROR(local);
+  return Upload(ns, prefix, layers, put, stored);
 }
 
 Status TieredStore::Upload(NamespaceId ns, const Prefix& prefix, std::span<const LayerBlob> layers,
-                           const PutOptions& put) {
+                           const PutOptions& put, std::span<const rados::PageKey> ahead) {
   SharedRecord r;
   r.ns = ns;
   r.prefix = prefix;
@@ -86,7 +117,7 @@ Status TieredStore::Upload(NamespaceId ns, const Prefix& prefix, std::span<const
     return Status::Ok();
   }
   shared::Upload up{std::move(r), std::move(bytes)};
-  return tier_->Put(up);
+  return tier_->Put(up, ahead);
 }
 
 Status TieredStore::Erase(NamespaceId ns, const Prefix& prefix) {

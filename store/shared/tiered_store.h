@@ -2,8 +2,10 @@
 // (docs/shared-tier.md). The local DbStore (the directory) stays in front
 // and serves every read; the pool is where any process on any node finds
 // what another stored:
-//   - PutSnapshot commits locally, then uploads (SharedWrite::kThrough: before
-//     it returns; kBehind: queued, UploadQueue);
+//   - PutSnapshot commits locally and uploads (SharedWrite::kThrough: before
+//     it returns, the pages sent while the local commit runs and the record
+//     committed after both; kBehind: queued after the local commit,
+//     UploadQueue);
 //   - a lookup that misses locally asks the pool for its candidates in one
 //     batched round, restores what it finds (every byte checked) into the
 //     local store, and answers from there, so every local read path,
@@ -88,9 +90,10 @@ class TieredStore final : public Store {
  private:
   TieredStore(Options options, std::unique_ptr<Store> local, std::unique_ptr<SharedTier> tier);
 
-  // The upload of a put: the local manifest and the bytes matching it.
+  // The upload of a put: the local manifest and the bytes matching it
+  // (`ahead`: pages already in the pool, SharedTier::PutPagesAhead).
   Status Upload(NamespaceId ns, const Prefix& prefix, std::span<const LayerBlob> layers,
-                const PutOptions& put);
+                const PutOptions& put, std::span<const rados::PageKey> ahead = {});
   // Restores one record into the local store: Fetch, then Fill.
   Status Restore(const SharedRecord& r);
   // Reads a record's layers from the pool, every byte checked (leased in the
@@ -118,9 +121,11 @@ class TieredStore final : public Store {
   std::unique_ptr<UploadQueue> queue_;  // kBehind only
   std::mutex leases_mu_;
   std::map<LeaseId, std::pair<NamespaceId, Prefix>> leases_;  // leases also held in the pool
-  // Runs the local fills of batched restores; last, so that it is joined
-  // before the stores go (no fill outlives its RestoreFromPool anyway).
+  // Runs the local fills of batched restores, and the page uploads of
+  // kThrough puts beside their local commits; last, so that they are joined
+  // before the stores go (none outlives the call that posted it anyway).
   boost::asio::thread_pool fill_thread_{1};
+  boost::asio::thread_pool upload_threads_{2};
 };
 
 }  // namespace auxstore::shared

@@ -106,6 +106,37 @@ TEST_F(SharedStoreTest, AnotherProcessRestoresChainedSnapshotsByteExactAndStores
               static_cast<unsigned long>(sa.shared_pages_present));
 }
 
+// A kThrough put sends its pages while the local store commits it: what it
+// sent is what its record names (no page left unnamed), and a put the local
+// store refuses sends nothing.
+TEST_F(SharedStoreTest, PutsSendOnlyPagesTheirRecordsNameAndARefusedPutSendsNothing) {
+  const Conversation conv(12);
+  NamespaceId ns = 0;
+  auto a = OpenWithChain(conv, tmp_.Sub("a"), &ns);
+  ASSERT_TRUE(a);
+  rados::RadosReclaim reclaim(*conn_);
+  const auto grace = std::chrono::seconds(3 * kOpTimeoutMs / 1000);
+  auto listing = reclaim.ListReclaimable(grace);
+  ASSERT_TRUE(listing.ok()) << listing.status().ToString();
+  EXPECT_EQ(listing->manifests, 3u);
+  EXPECT_GT(listing->pages, 0u);
+  EXPECT_EQ(listing->named, listing->pages) << "pages sent that no record names";
+  const auto before = PageObjects();
+  auto blobs = conv.Blobs(448);
+  blobs[1].pop_back();  // a DSA blob a byte short
+  const std::vector<LayerBlob> layers{
+      {0, Kind::kQsa, blobs[0]}, {1, Kind::kDsa, blobs[1]}, {2, Kind::kOpaque, blobs[2]}};
+  const auto chain = conv.Chain(448);
+  PutOptions o;
+  o.block_chain = chain;
+  o.block_size = kBlock;
+  EXPECT_FALSE(a->PutSnapshot(ns, conv.PrefixOf(448), 448, layers, o).ok());
+  EXPECT_EQ(PageObjects(), before) << "a refused put sent pages";
+  auto b = Open(tmp_.Sub("b"));
+  ASSERT_TRUE(b);
+  for (uint64_t n : {128, 256, 384}) EXPECT_TRUE(conv.Check(*b, ns, n).ok()) << n;
+}
+
 TEST_F(SharedStoreTest, ConcurrentPutsOfOnePrefixLeaveOneWholeSnapshot) {
   const Conversation conv(22);
   Child b = Child::Spawn({"put", uri_, tmp_.Sub("b"), "22", "256"});
