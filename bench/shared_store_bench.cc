@@ -5,7 +5,10 @@
 // LongestPrefix per snapshot: one batched pool round, pages read and
 // checked, the snapshot written into the local store), and by a third with
 // one CountLeadingStored of all of them (one pool round for the records,
-// the next snapshot's pages read while the one before is written locally).
+// the next snapshot's pages read while the one before is written locally),
+// and into the caller's memory by a fourth (a LongestPrefix and a
+// ReadLayersInto each: the bytes come from the checked pages while the
+// local copy is written behind).
 #include "bench/shared_store_bench.h"
 
 #include <filesystem>
@@ -108,6 +111,7 @@ Result<StoreFigures> RunStoreLevel(const rados::RadosUri& uri, const std::string
         return Status::NotFound("the cold store did not find snapshot " + std::to_string(s));
       }
     }
+    (void)b->Stats();  // returns once every local copy is written
     f.restore_mib_s = mib / sw.Seconds();
     AUXSTORE_RETURN_IF_ERROR(CheckLast(*b, ns, prefixes.back(), bytes));
   }
@@ -122,6 +126,27 @@ Result<StoreFigures> RunStoreLevel(const rados::RadosUri& uri, const std::string
     }
     f.batch_restore_mib_s = mib / sw.Seconds();
     AUXSTORE_RETURN_IF_ERROR(CheckLast(*c, ns, prefixes.back(), bytes));
+  }
+  {
+    AUXSTORE_ASSIGN_OR_RETURN(auto d, OpenShared(local_dir + "/d", uri_string));
+    AUXSTORE_ASSIGN_OR_RETURN(NamespaceId ns, d->RegisterNamespace(BenchSpec()));
+    // The caller's memory: every page touched before the clock starts.
+    std::vector<std::vector<uint8_t>> into(layers, std::vector<uint8_t>(layer_bytes, 1));
+    std::vector<Store::LayerInto> wanted(layers);
+    for (size_t l = 0; l < layers; ++l) wanted[l] = {static_cast<uint32_t>(l), into[l]};
+    Stopwatch sw;
+    for (size_t s = 0; s < snapshots; ++s) {
+      AUXSTORE_ASSIGN_OR_RETURN(auto found, d->LongestPrefix(ns, std::span(&prefixes[s], 1)));
+      if (!found || *found != 0) {
+        return Status::NotFound("the cold store did not find snapshot " + std::to_string(s));
+      }
+      AUXSTORE_RETURN_IF_ERROR(d->ReadLayersInto(ns, prefixes[s], wanted));
+    }
+    f.restore_into_mib_s = mib / sw.Seconds();
+    (void)d->Stats();  // returns once every local copy is written
+    f.restore_into_settled_mib_s = mib / sw.Seconds();
+    if (into != bytes) return Status::Corruption("a layer read into memory differs");
+    AUXSTORE_RETURN_IF_ERROR(CheckLast(*d, ns, prefixes.back(), bytes));
   }
   fs::remove_all(local_dir);
   EmptyNamespace(uri);

@@ -14,13 +14,20 @@ struct StoreFigures {
   double put_mib_s = 0;            // PutSnapshot (SharedWrite::kThrough), all snapshots
   double restore_mib_s = 0;        // LongestPrefix on an empty local store: pool -> local
   double batch_restore_mib_s = 0;  // CountLeadingStored of all of them, another empty store
+  // LongestPrefix + ReadLayersInto of each on an empty store: pool -> the
+  // caller's memory (the local copies written behind may still be queued),
+  // and until every local copy is written too.
+  double restore_into_mib_s = 0;
+  double restore_into_settled_mib_s = 0;
 };
 
 // Puts `snapshots` snapshots of `layers` opaque layers of `layer_bytes`
 // (distinct bytes per run) through a store in local_dir/a, then restores
 // each cold through a store in local_dir/b (a LongestPrefix each), then all
 // of them through a store in local_dir/c (one CountLeadingStored: a batch,
-// fetches overlapping local fills); checks the last one byte for byte.
+// fetches overlapping local fills), then each into memory through a store
+// in local_dir/d (a LongestPrefix and a ReadLayersInto each); checks the
+// last one byte for byte.
 // Empties local_dir and the URI's namespace before and after.
 Result<StoreFigures> RunStoreLevel(const rados::RadosUri& uri, const std::string& local_dir,
                                    size_t snapshots, size_t layers, size_t layer_bytes, int run);

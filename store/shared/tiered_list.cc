@@ -29,7 +29,7 @@ Status TieredStore::List(std::optional<NamespaceId> ns,
     for (; !stopped && next < pooled.size() && (!key || pooled[next].first < *key); ++next)
       stopped = !visit(pooled[next].second);
   };
-  Status local = local_->List(ns, [&](const SnapshotInfo& s) {
+  Status local = Local().List(ns, [&](const SnapshotInfo& s) {
     const std::string key = SnapshotKey(s.ns, s.prefix);
     visit_pooled_before(&key);
     if (stopped) return false;

@@ -11,11 +11,6 @@
 
 namespace auxstore::shared {
 
-Status TieredStore::Restore(const SharedRecord& r) {
-  AUXSTORE_ASSIGN_OR_RETURN(auto layers, Fetch(r));
-  return Fill(r, layers);
-}
-
 Result<std::vector<LayerBuffer>> TieredStore::Fetch(const SharedRecord& r) {
   if (NamespaceFingerprint(r.spec) != r.ns) {
     return Status::Corruption("RADOS pool '" + tier_->pool() + "': snapshot " + r.prefix.ToHex() +
@@ -31,6 +26,7 @@ Result<std::vector<LayerBuffer>> TieredStore::Fetch(const SharedRecord& r) {
 }
 
 Status TieredStore::Fill(const SharedRecord& r, const std::vector<LayerBuffer>& layers) {
+  // On fill_thread_ (or inline): the local store itself, never Local().
   AUXSTORE_ASSIGN_OR_RETURN(NamespaceId ns, local_->RegisterNamespace(r.spec));
   std::vector<LayerBlob> blobs;
   for (size_t i = 0; i < r.manifest.layers.size(); ++i) {
@@ -48,7 +44,7 @@ Status TieredStore::Fill(const SharedRecord& r, const std::vector<LayerBuffer>& 
 }
 
 Status TieredStore::RestoreFromPool(NamespaceId ns, std::span<const Prefix> prefixes, size_t from,
-                                    Want want) {
+                                    Want want, std::optional<size_t>* restored) {
   if (from >= prefixes.size()) return Status::Ok();
   AUXSTORE_ASSIGN_OR_RETURN(auto records, tier_->ReadRecords(ns, prefixes.subspan(from)));
   Status first_error;
@@ -57,8 +53,15 @@ Status TieredStore::RestoreFromPool(NamespaceId ns, std::span<const Prefix> pref
     return st.ok();
   };
   if (want == Want::kLongest) {
-    for (size_t i = records.size(); i-- > 0;)
-      if (records[i] && note(Restore(*records[i]))) return Status::Ok();
+    // The answer once the pages are read and checked; the local copy behind.
+    for (size_t i = records.size(); i-- > 0;) {
+      if (!records[i]) continue;
+      auto fetched = Fetch(*records[i]);
+      if (!note(fetched.status())) continue;
+      FillBehind(*records[i], std::move(fetched).value());
+      if (restored) *restored = from + i;
+      return Status::Ok();
+    }
     return first_error;
   }
   // A batch: the pages of snapshot i + 1 are read from the pool (waiting on
@@ -94,11 +97,11 @@ Result<bool> TieredStore::RestoreIfMissing(NamespaceId ns, const Prefix& prefix)
   const Prefix one[] = {prefix};
   // NotFound: a namespace this directory has not registered (the pool's
   // record carries its spec, and the restore registers it).
-  auto local = local_->GetManifests(ns, one);
+  auto local = Local().GetManifests(ns, one);
   if (local.ok() && (*local)[0]) return false;
   if (!local.ok() && local.status().code() != StatusCode::kNotFound) return local.status();
   AUXSTORE_RETURN_IF_ERROR(RestoreFromPool(ns, one, 0, Want::kAll));
-  AUXSTORE_ASSIGN_OR_RETURN(auto now, local_->GetManifests(ns, one));
+  AUXSTORE_ASSIGN_OR_RETURN(auto now, Local().GetManifests(ns, one));
   return now[0].has_value();
 }
 
@@ -131,27 +134,30 @@ Status TieredStore::ReleaseLease(LeaseId lease) {
     }
   }
   if (pooled) (void)tier_->ReleaseLease(pooled->first, pooled->second);
-  return local_->ReleaseLease(lease);
+  return Local().ReleaseLease(lease);
 }
 
 // ---- lookups -------------------------------------------------------------
 
 Result<std::optional<size_t>> TieredStore::LongestPrefix(NamespaceId ns,
                                                          std::span<const Prefix> candidates) {
+  // The local store as it is, and the restores still being written into it.
   AUXSTORE_ASSIGN_OR_RETURN(auto local, local_->LongestPrefix(ns, candidates));
+  if (auto pending = LongestPending(ns, candidates, local ? *local + 1 : 0)) local = pending;
   const size_t from = local ? *local + 1 : 0;
   if (from >= candidates.size()) return local;
-  Status st = RestoreFromPool(ns, candidates, from, Want::kLongest);
+  std::optional<size_t> restored;
+  Status st = RestoreFromPool(ns, candidates, from, Want::kLongest, &restored);
   // The pool unreachable: the local answer when there is one.
   if (!st.ok()) return local ? Result<std::optional<size_t>>(local) : st;
-  return local_->LongestPrefix(ns, candidates);
+  return restored ? restored : local;
 }
 
 Result<std::optional<Store::PrefixMatch>> TieredStore::FindLongestPrefix(
     NamespaceId ns, std::span<const Prefix> candidates, const LookupOptions& options) {
   AUXSTORE_ASSIGN_OR_RETURN(auto found, LongestPrefix(ns, candidates));
   if (!found) return std::optional<PrefixMatch>();
-  AUXSTORE_ASSIGN_OR_RETURN(auto match, local_->FindLongestPrefix(ns, candidates, options));
+  AUXSTORE_ASSIGN_OR_RETURN(auto match, Local().FindLongestPrefix(ns, candidates, options));
   if (match && match->lease != 0) {
     LeaseInPool(match->lease, ns, candidates[match->index], options.lease_ms);
   }
@@ -167,28 +173,28 @@ Result<std::optional<Store::TokenMatch>> TieredStore::LongestPrefixForTokens(
     if (!found.ok()) return found.status();
   }
   AUXSTORE_ASSIGN_OR_RETURN(auto match,
-                            local_->LongestPrefixForTokens(ns, tokens, block_size, salt, options));
+                            Local().LongestPrefixForTokens(ns, tokens, block_size, salt, options));
   if (match && match->lease != 0) LeaseInPool(match->lease, ns, match->prefix, options.lease_ms);
   return match;
 }
 
 Result<std::vector<std::optional<Manifest>>> TieredStore::GetManifests(
     NamespaceId ns, std::span<const Prefix> prefixes) {
-  AUXSTORE_ASSIGN_OR_RETURN(auto local, local_->GetManifests(ns, prefixes));
+  AUXSTORE_ASSIGN_OR_RETURN(auto local, Local().GetManifests(ns, prefixes));
   std::vector<Prefix> missing;
   for (size_t i = 0; i < prefixes.size(); ++i)
     if (!local[i]) missing.push_back(prefixes[i]);
   if (missing.empty()) return local;
   AUXSTORE_RETURN_IF_ERROR(RestoreFromPool(ns, missing, 0, Want::kAll));
-  return local_->GetManifests(ns, prefixes);
+  return Local().GetManifests(ns, prefixes);
 }
 
 Result<size_t> TieredStore::CountLeadingStored(NamespaceId ns, std::span<const Prefix> prefixes) {
-  AUXSTORE_ASSIGN_OR_RETURN(size_t local, local_->CountLeadingStored(ns, prefixes));
+  AUXSTORE_ASSIGN_OR_RETURN(size_t local, Local().CountLeadingStored(ns, prefixes));
   if (local >= prefixes.size()) return local;
   Status st = RestoreFromPool(ns, prefixes, local, Want::kLeading);
   if (!st.ok()) return local > 0 ? Result<size_t>(local) : st;
-  return local_->CountLeadingStored(ns, prefixes);
+  return Local().CountLeadingStored(ns, prefixes);
 }
 
 Result<Store::BatchLeases> TieredStore::LookupAndLease(NamespaceId ns,
@@ -196,7 +202,7 @@ Result<Store::BatchLeases> TieredStore::LookupAndLease(NamespaceId ns,
                                                        uint64_t lease_ms) {
   auto leading = CountLeadingStored(ns, prefixes);
   if (!leading.ok()) return leading.status();
-  AUXSTORE_ASSIGN_OR_RETURN(auto leases, local_->LookupAndLease(ns, prefixes, lease_ms));
+  AUXSTORE_ASSIGN_OR_RETURN(auto leases, Local().LookupAndLease(ns, prefixes, lease_ms));
   for (size_t i = 0; i < leases.leases.size(); ++i)
     if (leases.leases[i] != 0) LeaseInPool(leases.leases[i], ns, prefixes[i], lease_ms);
   return leases;
@@ -204,7 +210,7 @@ Result<Store::BatchLeases> TieredStore::LookupAndLease(NamespaceId ns,
 
 Result<LeaseId> TieredStore::AcquireLease(NamespaceId ns, const Prefix& prefix, uint64_t lease_ms) {
   AUXSTORE_ASSIGN_OR_RETURN(LeaseId lease, ReadThrough(ns, prefix, [&] {
-                              return local_->AcquireLease(ns, prefix, lease_ms);
+                              return Local().AcquireLease(ns, prefix, lease_ms);
                             }));
   LeaseInPool(lease, ns, prefix, lease_ms);
   return lease;
@@ -213,13 +219,13 @@ Result<LeaseId> TieredStore::AcquireLease(NamespaceId ns, const Prefix& prefix, 
 // ---- reads: restored from the pool on a local miss -----------------------
 
 Result<Manifest> TieredStore::GetManifest(NamespaceId ns, const Prefix& prefix) {
-  return ReadThrough(ns, prefix, [&] { return local_->GetManifest(ns, prefix); });
+  return ReadThrough(ns, prefix, [&] { return Local().GetManifest(ns, prefix); });
 }
 
 Status TieredStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
                               const ChunkSink& sink) {
   auto r = ReadThrough(ns, prefix, [&]() -> Result<bool> {
-    AUXSTORE_RETURN_IF_ERROR(local_->ReadLayer(ns, prefix, layer, sink));
+    AUXSTORE_RETURN_IF_ERROR(Local().ReadLayer(ns, prefix, layer, sink));
     return true;
   });
   return r.status();
@@ -227,24 +233,42 @@ Status TieredStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t lay
 
 Result<std::vector<uint8_t>> TieredStore::GetLayer(NamespaceId ns, const Prefix& prefix,
                                                    uint32_t layer) {
-  return ReadThrough(ns, prefix, [&] { return local_->GetLayer(ns, prefix, layer); });
+  if (auto pending = PendingOf(ns, prefix)) {
+    for (size_t i = 0; i < pending->record.manifest.layers.size(); ++i) {
+      if (pending->record.manifest.layers[i].layer != layer) continue;
+      const std::span<const uint8_t> bytes = pending->layers[i].span();
+      return std::vector<uint8_t>(bytes.begin(), bytes.end());
+    }
+  }
+  return ReadThrough(ns, prefix, [&] { return Local().GetLayer(ns, prefix, layer); });
 }
 
 Result<std::unique_ptr<LayerReader>> TieredStore::OpenLayer(NamespaceId ns, const Prefix& prefix,
                                                             const Manifest& manifest,
                                                             uint32_t layer) {
   // The manifest came from this store (GetManifest restored it first).
-  return local_->OpenLayer(ns, prefix, manifest, layer);
+  return Local().OpenLayer(ns, prefix, manifest, layer);
 }
 
 Result<uint64_t> TieredStore::ReadLayerInto(NamespaceId ns, const Prefix& prefix, uint32_t layer,
                                             std::span<uint8_t> dst) {
-  return ReadThrough(ns, prefix, [&] { return local_->ReadLayerInto(ns, prefix, layer, dst); });
+  if (auto pending = PendingOf(ns, prefix)) return CopyPending(*pending, layer, dst);
+  return ReadThrough(ns, prefix, [&] { return Local().ReadLayerInto(ns, prefix, layer, dst); });
 }
 
 Status TieredStore::ReadLayersInto(NamespaceId ns, const Prefix& prefix,
                                    std::span<LayerInto> layers) {
-  const Status local = local_->ReadLayersInto(ns, prefix, layers);
+  if (auto pending = PendingOf(ns, prefix)) {
+    Status first;
+    for (LayerInto& l : layers) {
+      auto copied = CopyPending(*pending, l.layer, l.dst);
+      l.status = copied.status();
+      l.bytes = copied.ok() ? *copied : 0;
+      if (first.ok()) first = l.status;
+    }
+    return first;
+  }
+  const Status local = Local().ReadLayersInto(ns, prefix, layers);
   if (!local.IsNotFound()) return local;
   auto restored = RestoreIfMissing(ns, prefix);
   if (!restored.ok()) {
@@ -253,14 +277,14 @@ Status TieredStore::ReadLayersInto(NamespaceId ns, const Prefix& prefix,
     }
     return restored.status();
   }
-  return *restored ? local_->ReadLayersInto(ns, prefix, layers) : local;
+  return *restored ? Local().ReadLayersInto(ns, prefix, layers) : local;
 }
 
 Result<Store::LayerRows> TieredStore::ReadLayerRows(NamespaceId ns, const Prefix& prefix,
                                                     uint32_t layer, uint64_t first_row,
                                                     uint64_t last_row, std::span<uint8_t> dst) {
   return ReadThrough(ns, prefix, [&] {
-    return local_->ReadLayerRows(ns, prefix, layer, first_row, last_row, dst);
+    return Local().ReadLayerRows(ns, prefix, layer, first_row, last_row, dst);
   });
 }
 

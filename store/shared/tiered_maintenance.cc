@@ -18,7 +18,7 @@ constexpr std::chrono::seconds kPoolGrace{60};
 }  // namespace
 
 Result<VerifyReport> TieredStore::Verify(const VerifyOptions& options) {
-  AUXSTORE_ASSIGN_OR_RETURN(VerifyReport report, local_->Verify(options));
+  AUXSTORE_ASSIGN_OR_RETURN(VerifyReport report, Local().Verify(options));
   AUXSTORE_ASSIGN_OR_RETURN(auto pool, tier_->VerifyPool());
   const std::string where = "RADOS pool '" + tier_->pool() + "': ";
   for (const auto& m : pool.manifests) {
@@ -38,7 +38,7 @@ Result<RepairReport> TieredStore::Repair(const VerifyReport& report) {
   VerifyReport local_report = report;
   std::erase_if(local_report.store_problems,
                 [](const std::string& p) { return p.starts_with("RADOS pool '"); });
-  AUXSTORE_ASSIGN_OR_RETURN(RepairReport out, local_->Repair(local_report));
+  AUXSTORE_ASSIGN_OR_RETURN(RepairReport out, Local().Repair(local_report));
   AUXSTORE_ASSIGN_OR_RETURN(auto pool, tier_->RepairPool());
   for (const auto& object : pool.removed_manifests) {
     CorruptSnapshot c;
@@ -54,7 +54,7 @@ Result<RepairReport> TieredStore::Repair(const VerifyReport& report) {
 }
 
 Result<CompactReport> TieredStore::Compact(const CompactOptions& options) {
-  AUXSTORE_ASSIGN_OR_RETURN(CompactReport report, local_->Compact(options));
+  AUXSTORE_ASSIGN_OR_RETURN(CompactReport report, Local().Compact(options));
   const auto floor = std::chrono::duration_cast<std::chrono::seconds>(3 * tier_->op_timeout());
   AUXSTORE_ASSIGN_OR_RETURN(auto pool, tier_->CompactPool(std::max(kPoolGrace, floor)));
   (void)pool;  // CompactReport has no pool fields: the pool's figures are its own report's

@@ -50,7 +50,7 @@ TieredStore::~TieredStore() {
 Status TieredStore::PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t token_count,
                                 std::span<const LayerBlob> layers, const PutOptions& put) {
   if (queue_) {  // kBehind: queued once the local commit is done
-    AUXSTORE_RETURN_IF_ERROR(local_->PutSnapshot(ns, prefix, token_count, layers, put));
+    AUXSTORE_RETURN_IF_ERROR(Local().PutSnapshot(ns, prefix, token_count, layers, put));
     return Upload(ns, prefix, layers, put);
   }
   // kThrough: the pages go to the pool while the local store commits the
@@ -58,7 +58,7 @@ Status TieredStore::PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t t
   // not their sum); the record naming them is committed after both. Layers
   // the local put would refuse send nothing ahead.
   std::optional<std::vector<ByteSpan>> planned;
-  if (auto spec = local_->GetNamespace(ns); spec.ok()) {
+  if (auto spec = Local().GetNamespace(ns); spec.ok()) {
     planned = PlanPages(*spec, token_count, layers, put);
   }
   std::future<Result<std::vector<rados::PageKey>>> ahead;
@@ -67,7 +67,7 @@ Status TieredStore::PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t t
                                 return tier_->PutPagesAhead(*planned);
                               }));
   }
-  const Status local = local_->PutSnapshot(ns, prefix, token_count, layers, put);
+  const Status local = Local().PutSnapshot(ns, prefix, token_count, layers, put);
   std::vector<rados::PageKey> stored;
   if (ahead.valid()) {  // waited for in every case: it reads the caller's layers
     auto sent = ahead.get();
@@ -84,9 +84,9 @@ Status TieredStore::Upload(NamespaceId ns, const Prefix& prefix, std::span<const
   SharedRecord r;
   r.ns = ns;
   r.prefix = prefix;
-  AUXSTORE_ASSIGN_OR_RETURN(r.spec, local_->GetNamespace(ns));
+  AUXSTORE_ASSIGN_OR_RETURN(r.spec, Local().GetNamespace(ns));
   const Prefix one[] = {prefix};
-  AUXSTORE_ASSIGN_OR_RETURN(auto found, local_->GetManifests(ns, one));
+  AUXSTORE_ASSIGN_OR_RETURN(auto found, Local().GetManifests(ns, one));
   if (!found[0]) return Status::NotFound("snapshot " + prefix.ToHex() + " vanished before upload");
   r.manifest = std::move(*found[0]);
   r.block_size = put.block_size;
@@ -108,7 +108,7 @@ Status TieredStore::Upload(NamespaceId ns, const Prefix& prefix, std::span<const
         continue;
       }
     }
-    AUXSTORE_ASSIGN_OR_RETURN(auto stored, local_->GetLayer(ns, prefix, e.layer));
+    AUXSTORE_ASSIGN_OR_RETURN(auto stored, Local().GetLayer(ns, prefix, e.layer));
     reread.push_back(std::move(stored));
     bytes.push_back(reread.back());
   }
@@ -125,11 +125,11 @@ Status TieredStore::Erase(NamespaceId ns, const Prefix& prefix) {
   // The pool first: while another node's lease holds the record, nothing
   // is erased anywhere (Busy).
   AUXSTORE_RETURN_IF_ERROR(tier_->Erase(ns, prefix));
-  return local_->Erase(ns, prefix);
+  return Local().Erase(ns, prefix);
 }
 
 StoreStats TieredStore::Stats() {
-  StoreStats s = local_->Stats();
+  StoreStats s = Local().Stats();
   TierCounters& c = tier_->counters();
   s.shared = true;
   s.shared_uploads = c.uploads;
@@ -144,32 +144,32 @@ StoreStats TieredStore::Stats() {
 }
 
 Status TieredStore::Flush() {
-  AUXSTORE_RETURN_IF_ERROR(local_->Flush());
+  AUXSTORE_RETURN_IF_ERROR(Local().Flush());
   return queue_ ? queue_->Flush() : Status::Ok();
 }
 
 // ---- local only ------------------------------------------------------------
 
 Result<NamespaceId> TieredStore::RegisterNamespace(const NamespaceSpec& spec) {
-  return local_->RegisterNamespace(spec);
+  return Local().RegisterNamespace(spec);
 }
-Result<NamespaceSpec> TieredStore::GetNamespace(NamespaceId ns) { return local_->GetNamespace(ns); }
+Result<NamespaceSpec> TieredStore::GetNamespace(NamespaceId ns) { return Local().GetNamespace(ns); }
 Result<std::vector<std::pair<NamespaceId, NamespaceSpec>>> TieredStore::ListNamespaces() {
-  return local_->ListNamespaces();
+  return Local().ListNamespaces();
 }
 Status TieredStore::Quarantine(NamespaceId ns, const Prefix& prefix, const Status& why) {
-  return local_->Quarantine(ns, prefix, why);
+  return Local().Quarantine(ns, prefix, why);
 }
 Status TieredStore::QuarantineIfUnchanged(NamespaceId ns, const Prefix& prefix,
                                           const Manifest& seen, const Status& why) {
-  return local_->QuarantineIfUnchanged(ns, prefix, seen, why);
+  return Local().QuarantineIfUnchanged(ns, prefix, seen, why);
 }
-Status TieredStore::RunMaintenance() { return local_->RunMaintenance(); }
-uint64_t TieredStore::DiskBytes() { return local_->DiskBytes(); }
+Status TieredStore::RunMaintenance() { return Local().RunMaintenance(); }
+uint64_t TieredStore::DiskBytes() { return Local().DiskBytes(); }
 Result<Store::ChainPages> TieredStore::CountLeadingPages(NamespaceId ns,
                                                          std::span<const Prefix> block_chain,
                                                          uint32_t block_size) {
-  return local_->CountLeadingPages(ns, block_chain, block_size);
+  return Local().CountLeadingPages(ns, block_chain, block_size);
 }
 
 }  // namespace auxstore::shared

@@ -9,7 +9,11 @@
 //   - a lookup that misses locally asks the pool for its candidates in one
 //     batched round, restores what it finds (every byte checked) into the
 //     local store, and answers from there, so every local read path,
-//     pipeline included, serves restored snapshots unchanged;
+//     pipeline included, serves restored snapshots unchanged. A
+//     LongestPrefix restore answers once the pages are read and checked and
+//     writes the local copy behind (tiered_fills.cc): until it is written,
+//     ReadLayerInto, ReadLayersInto and GetLayer copy from the checked
+//     layers, and every other call waits for the fills before it (Local());
 //   - Erase removes the pool's record too (Busy while another node's lease
 //     holds it); leases a lookup takes are also taken in the pool;
 //   - List visits the local snapshots and the pool's, merged in key order
@@ -19,7 +23,9 @@
 // Flush return Unavailable.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/thread_pool.hpp>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -94,20 +100,45 @@ class TieredStore final : public Store {
   // (`ahead`: pages already in the pool, SharedTier::PutPagesAhead).
   Status Upload(NamespaceId ns, const Prefix& prefix, std::span<const LayerBlob> layers,
                 const PutOptions& put, std::span<const rados::PageKey> ahead = {});
-  // Restores one record into the local store: Fetch, then Fill.
-  Status Restore(const SharedRecord& r);
   // Reads a record's layers from the pool, every byte checked (leased in the
   // pool meanwhile).
   Result<std::vector<LayerBuffer>> Fetch(const SharedRecord& r);
   // Writes fetched layers into the local store as the record's snapshot.
   Status Fill(const SharedRecord& r, const std::vector<LayerBuffer>& layers);
+
+  // ---- fills behind a lookup (tiered_fills.cc) ----
+  // A restored snapshot whose local copy fill_thread_ is writing; its
+  // layers (checked) serve byte reads meanwhile.
+  struct PendingFill {
+    SharedRecord record;
+    std::vector<LayerBuffer> layers;  // record.manifest.layers' order
+    uint64_t bytes = 0;
+  };
+  using FillKey = std::pair<NamespaceId, Prefix>;
+  // Queues the local copy of `r` on fill_thread_ (waiting while more than
+  // kMaxPendingFillBytes are queued) and serves its layers until written.
+  void FillBehind(const SharedRecord& r, std::vector<LayerBuffer> layers);
+  // The local store, once every fill queued before this call is written:
+  // what every call but the byte reads goes through.
+  Store& Local();
+  // The pending fill of (ns, prefix), if any.
+  std::shared_ptr<const PendingFill> PendingOf(NamespaceId ns, const Prefix& prefix);
+  // The longest candidates[i], i >= from, with a pending fill.
+  std::optional<size_t> LongestPending(NamespaceId ns, std::span<const Prefix> candidates,
+                                       size_t from);
+  // Layer `layer` of a pending fill into dst, as ReadLayerInto reads it.
+  static Result<uint64_t> CopyPending(const PendingFill& p, uint32_t layer, std::span<uint8_t> dst);
+  static constexpr uint64_t kMaxPendingFillBytes = 256ull << 20;
   // Which of prefixes[from..] the pool holds (one batched round) restored:
   // kLongest — the longest it holds (trying shorter ones when it fails);
   // kLeading — the leading run from `from`; kAll — each it holds. With
   // kLeading and kAll, snapshot i + 1 is fetched while snapshot i is filled
   // (on fill_thread_); every fill is done when the call returns.
   enum class Want { kLongest, kLeading, kAll };
-  Status RestoreFromPool(NamespaceId ns, std::span<const Prefix> prefixes, size_t from, Want want);
+  // With kLongest the local copy is written behind (FillBehind) and
+  // *restored says which prefixes[i] was restored.
+  Status RestoreFromPool(NamespaceId ns, std::span<const Prefix> prefixes, size_t from, Want want,
+                         std::optional<size_t>* restored = nullptr);
   // Restores (ns, prefix) when the local store lacks it: true when it did.
   Result<bool> RestoreIfMissing(NamespaceId ns, const Prefix& prefix);
   // Runs `read`; when it is NotFound and the pool restores the snapshot, again.
@@ -119,6 +150,11 @@ class TieredStore final : public Store {
   std::unique_ptr<Store> local_;
   std::unique_ptr<SharedTier> tier_;
   std::unique_ptr<UploadQueue> queue_;  // kBehind only
+  std::mutex pending_mu_;
+  std::condition_variable pending_cv_;  // a fill written
+  std::map<FillKey, std::shared_ptr<const PendingFill>> pending_;
+  uint64_t pending_bytes_ = 0;
+  std::atomic<uint64_t> fills_behind_{0};  // queued and not yet written
   std::mutex leases_mu_;
   std::map<LeaseId, std::pair<NamespaceId, Prefix>> leases_;  // leases also held in the pool
   // Runs the local fills of batched restores, and the page uploads of

@@ -137,6 +137,71 @@ TEST_F(SharedStoreTest, PutsSendOnlyPagesTheirRecordsNameAndARefusedPutSendsNoth
   for (uint64_t n : {128, 256, 384}) EXPECT_TRUE(conv.Check(*b, ns, n).ok()) << n;
 }
 
+// A lookup that restores from the pool answers once the pages are read and
+// checked, and writes the local copy behind: reads meanwhile are exact, with
+// the same errors; every other call sees the copy written; an erase right
+// after the lookup is not undone by the copy; closing the store writes it.
+TEST_F(SharedStoreTest, ALookupAnswersBeforeItsLocalCopyIsWrittenAndEveryCallSeesTheSnapshot) {
+  const Conversation conv(13);
+  NamespaceId ns = 0;
+  auto a = OpenWithChain(conv, tmp_.Sub("a"), &ns);
+  ASSERT_TRUE(a);
+  const auto chain = conv.Chain(384);
+  {
+    auto b = Open(tmp_.Sub("b"));
+    ASSERT_TRUE(b);
+    auto found = b->LongestPrefix(ns, chain);
+    ASSERT_TRUE(found.ok()) << found.status().ToString();
+    ASSERT_EQ(*found, std::optional<size_t>(chain.size() - 1));
+    const auto blobs = conv.Blobs(384);
+    std::vector<std::vector<uint8_t>> got(blobs.size());
+    std::vector<Store::LayerInto> into;
+    for (uint32_t l = 0; l < blobs.size(); ++l) {
+      got[l].resize(blobs[l].size());
+      into.push_back({l, got[l]});
+    }
+    std::vector<uint8_t> small(blobs[0].size() - 1);
+    into.push_back({0, small});
+    into.push_back({9, small});
+    EXPECT_FALSE(b->ReadLayersInto(ns, conv.PrefixOf(384), into).ok());
+    for (uint32_t l = 0; l < blobs.size(); ++l) {
+      EXPECT_TRUE(into[l].status.ok()) << l << ": " << into[l].status.ToString();
+      EXPECT_EQ(into[l].bytes, blobs[l].size());
+      EXPECT_TRUE(got[l] == blobs[l]) << "layer " << l;
+    }
+    EXPECT_EQ(into[3].status.code(), StatusCode::kOutOfRange) << into[3].status.ToString();
+    EXPECT_EQ(into[4].status.code(), StatusCode::kNotFound) << into[4].status.ToString();
+    auto m = b->GetManifest(ns, conv.PrefixOf(384));  // the local copy's
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_EQ(m->token_count, 384u);
+    EXPECT_TRUE(conv.Check(*b, ns, 384).ok());
+    EXPECT_EQ(b->Stats().shared_restores, 1u);
+
+    // Restored by a lookup and erased at once: the copy behind does not bring
+    // it back. A 64 MiB snapshot restored first keeps its copy queued ahead.
+    const std::vector<uint8_t> big = testing::RandomBytes(64u << 20, 13);
+    const Prefix big_prefix = testing::PrefixFromSeed(13);
+    const LayerBlob big_layer[] = {{0, Kind::kOpaque, big}};
+    ASSERT_TRUE(a->PutSnapshot(ns, big_prefix, 1, big_layer, PutOptions{}).ok());
+    auto c = Open(tmp_.Sub("c"));
+    ASSERT_TRUE(c);
+    auto big_found = c->LongestPrefix(ns, std::span(&big_prefix, 1));
+    ASSERT_TRUE(big_found.ok() && *big_found == std::optional<size_t>(0));
+    const auto short_chain = conv.Chain(256);
+    auto again = c->LongestPrefix(ns, short_chain);
+    ASSERT_TRUE(again.ok() && *again == std::optional<size_t>(short_chain.size() - 1));
+    ASSERT_TRUE(c->Erase(ns, conv.PrefixOf(256)).ok());
+    const Prefix erased[] = {conv.PrefixOf(256)};
+    auto gone = c->GetManifests(ns, erased);
+    ASSERT_TRUE(gone.ok()) << gone.status().ToString();
+    EXPECT_FALSE((*gone)[0]) << "the erased snapshot came back";
+  }
+  // b closed right after its lookup wrote the local copy: there without the pool.
+  auto local = Store::Open(Options{}, tmp_.Sub("b"));
+  ASSERT_TRUE(local.ok()) << local.status().ToString();
+  EXPECT_TRUE(conv.Check(**local, ns, 384).ok());
+}
+
 TEST_F(SharedStoreTest, ConcurrentPutsOfOnePrefixLeaveOneWholeSnapshot) {
   const Conversation conv(22);
   Child b = Child::Spawn({"put", uri_, tmp_.Sub("b"), "22", "256"});

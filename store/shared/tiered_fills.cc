@@ -1,0 +1,86 @@
+// TieredStore's fills behind a lookup: a LongestPrefix that restores a
+// snapshot from the pool answers once its pages are read and checked, and
+// the local copy (a full PutSnapshot, as long as the page reads) is written
+// on fill_thread_ meanwhile. Until it is written the checked layers serve
+// ReadLayerInto, ReadLayersInto and GetLayer; every other call reaches the
+// local store through Local(), which first waits for the fills queued
+// before it, so what it sees is as if the fill had been written inline.
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_future.hpp>
+#include <cstring>
+
+#include "store/shared/tiered_store.h"
+
+namespace auxstore::shared {
+
+void TieredStore::FillBehind(const SharedRecord& r, std::vector<LayerBuffer> layers) {
+  auto fill = std::make_shared<PendingFill>();
+  fill->record = r;
+  fill->layers = std::move(layers);
+  for (const LayerBuffer& l : fill->layers) fill->bytes += l.size;
+  const FillKey key{r.ns, r.prefix};
+  {
+    std::unique_lock lock(pending_mu_);
+    // Bounded: lookups that outrun the local disk wait for it here.
+    pending_cv_.wait(lock, [&] {
+      return pending_bytes_ + fill->bytes <= kMaxPendingFillBytes || pending_.empty();
+    });
+    if (!pending_.emplace(key, fill).second) return;  // another lookup's fill: that one writes it
+    pending_bytes_ += fill->bytes;
+    ++fills_behind_;
+  }
+  boost::asio::post(fill_thread_, [this, fill, key] {
+    // A failed fill leaves no local copy: the next read restores it again.
+    (void)Fill(fill->record, fill->layers);
+    std::lock_guard lock(pending_mu_);
+    pending_.erase(key);
+    pending_bytes_ -= fill->bytes;
+    --fills_behind_;
+    pending_cv_.notify_all();
+  });
+}
+
+Store& TieredStore::Local() {
+  // fill_thread_ runs its jobs in order: one posted now runs after every
+  // fill queued before this call.
+  if (fills_behind_.load() > 0)
+    boost::asio::post(fill_thread_, boost::asio::use_future([] {})).wait();
+  return *local_;
+}
+
+std::shared_ptr<const TieredStore::PendingFill> TieredStore::PendingOf(NamespaceId ns,
+                                                                       const Prefix& prefix) {
+  if (fills_behind_.load() == 0) return nullptr;
+  std::lock_guard lock(pending_mu_);
+  auto it = pending_.find({ns, prefix});
+  return it == pending_.end() ? nullptr : it->second;
+}
+
+std::optional<size_t> TieredStore::LongestPending(NamespaceId ns,
+                                                  std::span<const Prefix> candidates, size_t from) {
+  if (fills_behind_.load() == 0) return std::nullopt;
+  std::lock_guard lock(pending_mu_);
+  for (size_t i = candidates.size(); i-- > from;)
+    if (pending_.contains({ns, candidates[i]})) return i;
+  return std::nullopt;
+}
+
+Result<uint64_t> TieredStore::CopyPending(const PendingFill& p, uint32_t layer,
+                                          std::span<uint8_t> dst) {
+  const auto& entries = p.record.manifest.layers;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].layer != layer) continue;
+    const LayerBuffer& b = p.layers[i];
+    if (dst.size() < b.size) {
+      return Status::OutOfRange("layer " + std::to_string(layer) + " of prefix " +
+                                p.record.prefix.ToHex() + " is " + std::to_string(b.size) +
+                                " bytes; the destination holds " + std::to_string(dst.size()));
+    }
+    if (b.size) std::memcpy(dst.data(), b.data.get(), b.size);
+    return b.size;
+  }
+  return Status::NotFound("layer " + std::to_string(layer) + " is not in the snapshot of prefix " +
+                          p.record.prefix.ToHex());
+}
+
+}  // namespace auxstore::shared
