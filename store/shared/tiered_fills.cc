@@ -8,7 +8,9 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_future.hpp>
 #include <cstring>
+#include <string>
 
+#include "auxstore/log.h"
 #include "store/shared/tiered_store.h"
 
 namespace auxstore::shared {
@@ -31,7 +33,13 @@ void TieredStore::FillBehind(const SharedRecord& r, std::vector<LayerBuffer> lay
   }
   boost::asio::post(fill_thread_, [this, fill, key] {
     // A failed fill leaves no local copy: the next read restores it again.
-    (void)Fill(fill->record, fill->layers);
+    const Status st = Fill(fill->record, fill->layers);
+    if (!st.ok()) {
+      const std::string message = "snapshot " + fill->record.prefix.ToHex() +
+                                  " restored from RADOS pool '" + tier_->pool() +
+                                  "' was not written locally: " + st.ToString();
+      Deliver(options_.log_sink, {LogLevel::kWarn, "auxstore", message});
+    }
     std::lock_guard lock(pending_mu_);
     pending_.erase(key);
     pending_bytes_ -= fill->bytes;

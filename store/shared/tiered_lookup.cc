@@ -53,12 +53,17 @@ Status TieredStore::RestoreFromPool(NamespaceId ns, std::span<const Prefix> pref
     return st.ok();
   };
   if (want == Want::kLongest) {
-    // The answer once the pages are read and checked; the local copy behind.
+    // The answer once the pages are read and checked; the local copy behind
+    // (inline on a read-only store: its fill fails, and the lookup with it).
     for (size_t i = records.size(); i-- > 0;) {
       if (!records[i]) continue;
       auto fetched = Fetch(*records[i]);
       if (!note(fetched.status())) continue;
-      FillBehind(*records[i], std::move(fetched).value());
+      if (options_.read_only) {
+        if (!note(Fill(*records[i], *fetched))) continue;
+      } else {
+        FillBehind(*records[i], std::move(fetched).value());
+      }
       if (restored) *restored = from + i;
       return Status::Ok();
     }

@@ -41,6 +41,9 @@ TieredStore::TieredStore(Options options, std::unique_ptr<Store> local,
 }
 
 TieredStore::~TieredStore() {
+  // The local copies queued behind lookups are written (a thread_pool's
+  // destructor would drop the ones not started).
+  fill_thread_.join();
   // Queued uploads get one more try each; what still fails is lost from the
   // pool (it stays in the local store), as Flush() would have reported.
   if (queue_) (void)queue_->Flush();
@@ -58,7 +61,8 @@ Status TieredStore::PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t t
   // not their sum); the record naming them is committed after both. Layers
   // the local put would refuse send nothing ahead.
   std::optional<std::vector<ByteSpan>> planned;
-  if (auto spec = Local().GetNamespace(ns); spec.ok()) {
+  auto spec = Local().GetNamespace(ns);
+  if (spec.ok() && !options_.read_only) {
     planned = PlanPages(*spec, token_count, layers, put);
   }
   std::future<Result<std::vector<rados::PageKey>>> ahead;
