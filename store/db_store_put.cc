@@ -40,6 +40,7 @@
 #include "store/db_store.h"
 #include "store/keys.h"
 #include "store/meta_keys.h"
+#include "store/put_rules.h"
 
 namespace auxstore::store_internal {
 
@@ -155,12 +156,7 @@ Status DbStore::PlanLayers(const NamespaceSpec& spec, uint64_t token_count,
   plan->chained = !put.block_chain.empty();
   AUXSTORE_RETURN_IF_ERROR(CheckBlockChain(put.block_chain.size(), put.block_size, token_count));
   if (plan->chained) {
-    plan->page_tokens = spec.page_tokens ? spec.page_tokens : put.block_size;
-    if (plan->page_tokens % put.block_size != 0) {
-      return Status::InvalidArgument(
-          "the namespace's page of " + std::to_string(plan->page_tokens) +
-          " tokens is not a whole number of " + std::to_string(put.block_size) + "-token blocks");
-    }
+    AUXSTORE_ASSIGN_OR_RETURN(plan->page_tokens, ChainPageTokens(spec, put.block_size));
   }
   plan->sorted.assign(layers.begin(), layers.end());
   std::vector<LayerBlob>& sorted = plan->sorted;
@@ -169,17 +165,7 @@ Status DbStore::PlanLayers(const NamespaceSpec& spec, uint64_t token_count,
   plan->layers.resize(sorted.size());
   for (size_t i = 0; i < sorted.size(); ++i) {
     const LayerBlob& l = sorted[i];
-    if (i > 0 && l.layer == sorted[i - 1].layer) {
-      return Status::InvalidArgument("layer " + std::to_string(l.layer) +
-                                     " appears twice in one snapshot");
-    }
-    if (!IsKnownKind(static_cast<uint8_t>(l.kind))) {
-      return Status::InvalidArgument("layer " + std::to_string(l.layer) + " has unknown kind " +
-                                     std::to_string(static_cast<unsigned>(l.kind)));
-    }
-    const ByteSpan head = l.bytes.first(std::min(l.bytes.size(), BlobHeadBytes(l.kind)));
-    Status s = CheckLayerBlob(l.layer, l.kind, head, l.bytes.size(), spec);
-    if (!s.ok()) return s.WithContext("layer " + std::to_string(l.layer));
+    AUXSTORE_RETURN_IF_ERROR(CheckPutLayer(l, i > 0 ? &sorted[i - 1] : nullptr, spec));
     PutPlan::Layer& p = plan->layers[i];
     p.blob = &l;
     AUXSTORE_ASSIGN_OR_RETURN(p.shape, ShapeOf(l.kind, l.bytes, spec));
@@ -201,8 +187,7 @@ void DbStore::HashPages(PutPlan* plan) {
       uint64_t{plan->options->block_chain.size()} * plan->options->block_size;
   for (PutPlan::Layer& p : plan->layers) {
     if (p.blob->kind == Kind::kOpaque) continue;
-    p.full_pages = static_cast<uint32_t>(
-        std::min<uint64_t>(std::min(p.shape.rows, chain_tokens) / page_tokens, UINT32_MAX));
+    p.full_pages = ChainFullPages(p.shape.rows, chain_tokens, page_tokens);
     p.page_xxh3.resize(p.shape.row_bytes.size());
     for (size_t a = 0; a < p.shape.row_bytes.size(); ++a) {
       const uint64_t page_bytes = uint64_t{page_tokens} * p.shape.row_bytes[a];

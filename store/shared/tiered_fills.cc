@@ -73,22 +73,24 @@ std::optional<size_t> TieredStore::LongestPending(NamespaceId ns,
   return std::nullopt;
 }
 
-Result<uint64_t> TieredStore::CopyPending(const PendingFill& p, uint32_t layer,
-                                          std::span<uint8_t> dst) {
+Result<std::span<const uint8_t>> TieredStore::PendingLayer(const PendingFill& p, uint32_t layer) {
   const auto& entries = p.record.manifest.layers;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (entries[i].layer != layer) continue;
-    const LayerBuffer& b = p.layers[i];
-    if (dst.size() < b.size) {
-      return Status::OutOfRange("layer " + std::to_string(layer) + " of prefix " +
-                                p.record.prefix.ToHex() + " is " + std::to_string(b.size) +
-                                " bytes; the destination holds " + std::to_string(dst.size()));
-    }
-    if (b.size) std::memcpy(dst.data(), b.data.get(), b.size);
-    return b.size;
-  }
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (entries[i].layer == layer) return p.layers[i].span();
   return Status::NotFound("layer " + std::to_string(layer) + " is not in the snapshot of prefix " +
                           p.record.prefix.ToHex());
+}
+
+Result<uint64_t> TieredStore::CopyPending(const PendingFill& p, uint32_t layer,
+                                          std::span<uint8_t> dst) {
+  AUXSTORE_ASSIGN_OR_RETURN(auto bytes, PendingLayer(p, layer));
+  if (dst.size() < bytes.size()) {
+    return Status::OutOfRange("layer " + std::to_string(layer) + " of prefix " +
+                              p.record.prefix.ToHex() + " is " + std::to_string(bytes.size()) +
+                              " bytes; the destination holds " + std::to_string(dst.size()));
+  }
+  if (!bytes.empty()) std::memcpy(dst.data(), bytes.data(), bytes.size());
+  return bytes.size();
 }
 
 }  // namespace auxstore::shared

@@ -239,11 +239,8 @@ Status TieredStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t lay
 Result<std::vector<uint8_t>> TieredStore::GetLayer(NamespaceId ns, const Prefix& prefix,
                                                    uint32_t layer) {
   if (auto pending = PendingOf(ns, prefix)) {
-    for (size_t i = 0; i < pending->record.manifest.layers.size(); ++i) {
-      if (pending->record.manifest.layers[i].layer != layer) continue;
-      const std::span<const uint8_t> bytes = pending->layers[i].span();
-      return std::vector<uint8_t>(bytes.begin(), bytes.end());
-    }
+    AUXSTORE_ASSIGN_OR_RETURN(auto bytes, PendingLayer(*pending, layer));
+    return std::vector<uint8_t>(bytes.begin(), bytes.end());
   }
   return ReadThrough(ns, prefix, [&] { return Local().GetLayer(ns, prefix, layer); });
 }

@@ -126,6 +126,8 @@ class TieredStore final : public Store {
   // The longest candidates[i], i >= from, with a pending fill.
   std::optional<size_t> LongestPending(NamespaceId ns, std::span<const Prefix> candidates,
                                        size_t from);
+  // Layer `layer` of a pending fill: NotFound when the snapshot lacks it.
+  static Result<std::span<const uint8_t>> PendingLayer(const PendingFill& p, uint32_t layer);
   // Layer `layer` of a pending fill into dst, as ReadLayerInto reads it.
   static Result<uint64_t> CopyPending(const PendingFill& p, uint32_t layer, std::span<uint8_t> dst);
   static constexpr uint64_t kMaxPendingFillBytes = 256ull << 20;
@@ -157,9 +159,10 @@ class TieredStore final : public Store {
   std::atomic<uint64_t> fills_behind_{0};  // queued and not yet written
   std::mutex leases_mu_;
   std::map<LeaseId, std::pair<NamespaceId, Prefix>> leases_;  // leases also held in the pool
-  // Runs the local fills of batched restores, and the page uploads of
-  // kThrough puts beside their local commits; last, so that they are joined
-  // before the stores go (none outlives the call that posted it anyway).
+  // fill_thread_: the local copies of restores (a batch's, waited for by
+  // its call; a lookup's, written behind and joined by the destructor).
+  // upload_threads_: the page uploads of kThrough puts beside their local
+  // commits. Last, so that they are joined before the stores go.
   boost::asio::thread_pool fill_thread_{1};
   boost::asio::thread_pool upload_threads_{2};
 };
