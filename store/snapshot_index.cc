@@ -19,8 +19,27 @@ void SnapshotIndex::AddLocked(const std::string& key, const IndexEntry& e, uint6
   }
 }
 
+void SnapshotIndex::EraseLocked(std::unordered_map<std::string, IndexEntry>::iterator it) {
+  bytes_ -= it->second.bytes;
+  for (const auto& [put, stored] : it->second.uses) {
+    auto u = puts_.find(put);
+    if (u == puts_.end()) continue;
+    if (--u->second.users == 0) {
+      unique_bytes_ -= u->second.bytes;
+      puts_.erase(u);
+    }
+  }
+  known_.Erase(FingerprintSet::Of(it->first));
+  entries_.erase(it);
+}
+
 void SnapshotIndex::Added(const std::string& key, const IndexEntry& e) {
   std::lock_guard lock(mu_);
+  // The put committed before it called here: a load that finished in between
+  // may hold this key already, counted from a run scan that came before the
+  // commit (no uses). This handle's entry is the exact one.
+  auto found = entries_.find(key);
+  if (found != entries_.end()) EraseLocked(found);
   AddLocked(key, e, next_stamp_++);
   if (!ready_) changed_during_load_.insert(key);
 }
@@ -28,19 +47,7 @@ void SnapshotIndex::Added(const std::string& key, const IndexEntry& e) {
 void SnapshotIndex::Removed(const std::string& key) {
   std::lock_guard lock(mu_);
   auto it = entries_.find(key);
-  if (it != entries_.end()) {
-    bytes_ -= it->second.bytes;
-    for (const auto& [put, stored] : it->second.uses) {
-      auto u = puts_.find(put);
-      if (u == puts_.end()) continue;
-      if (--u->second.users == 0) {
-        unique_bytes_ -= u->second.bytes;
-        puts_.erase(u);
-      }
-    }
-    entries_.erase(it);
-    known_.Erase(FingerprintSet::Of(key));
-  }
+  if (it != entries_.end()) EraseLocked(it);
   if (unreadable_.erase(key)) known_.Erase(FingerprintSet::Of(key));
   dirty_.erase(key);
   if (!ready_) changed_during_load_.insert(key);

@@ -108,6 +108,7 @@ class SnapshotIndex {
   // LongestKnown probes.
   FingerprintSet known_;
   void AddLocked(const std::string& key, const IndexEntry& e, uint64_t stamp);
+  void EraseLocked(std::unordered_map<std::string, IndexEntry>::iterator it);
   struct Lease {
     std::string key;
     int64_t expires_ms = 0;
