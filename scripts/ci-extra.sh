@@ -29,8 +29,8 @@ scripts/build.sh build-asan -DAUXSTORE_SANITIZE=address,undefined -DAUXSTORE_CUD
    ctest --output-on-failure -j2 -L unit --timeout 900)
 
 echo "== ASan+UBSan: the trust and reliability tests (the attacks: damaged files, killed"
-echo "   writers, full disks), at a bounded cut of their defaults"
-(cd build-asan && AUXSTORE_RELIABILITY_CYCLES=${AUXSTORE_ASAN_CYCLES:-6} \
+echo "   writers, full disks), none past ${AUXSTORE_ASAN_CYCLES:-6} cycles"
+(cd build-asan && AUXSTORE_MAX_CYCLES=${AUXSTORE_ASAN_CYCLES:-6} \
    ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
    ctest --output-on-failure -j2 -L "trust|reliability" --timeout 900)
 

@@ -21,7 +21,7 @@
 
 static char* g_err = NULL;
 
-static void expect_code(int got, int want, const char* needle, const char* what, int line) {
+static inline void expect_code(int got, int want, const char* needle, const char* what, int line) {
   const char* msg = g_err != NULL ? g_err : "(none)";
   if (got != want) {
     fprintf(stderr, "line %d: %s: code %d (%s), want %d (%s); message: %s\n", line, what, got,

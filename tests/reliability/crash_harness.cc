@@ -11,6 +11,8 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/support/cycles.h"
+
 extern char** environ;
 
 namespace auxstore::reliability {
@@ -42,14 +44,7 @@ std::string CrashWriterPath() { return AUXSTORE_CRASH_WRITER; }
 
 void SetBatteryCycles(int cycles) { g_cycles = cycles; }
 
-int BatteryCycles(int fallback) {
-  if (g_cycles > 0) return g_cycles;
-  if (const char* e = std::getenv("AUXSTORE_RELIABILITY_CYCLES")) {
-    const int n = std::atoi(e);
-    if (n > 0) return n;
-  }
-  return fallback;
-}
+int BatteryCycles(int fallback) { return testing::CyclesFor(g_cycles, fallback); }
 
 WriterRun RunWriter(const std::vector<std::string>& args, std::chrono::milliseconds kill_after,
                     bool kill_before_ready) {

@@ -36,7 +36,8 @@ int RunKilledAfter(const std::vector<std::string>& argv, std::chrono::millisecon
 std::string CrashWriterPath();
 
 // Cycles for the long-running tests: --cycles N on the command line (see
-// battery_main.cc), else AUXSTORE_RELIABILITY_CYCLES, else `fallback`.
+// battery_main.cc), else AUXSTORE_RELIABILITY_CYCLES, else `fallback`; at
+// most AUXSTORE_MAX_CYCLES (tests/support/cycles.h).
 int BatteryCycles(int fallback);
 void SetBatteryCycles(int cycles);
 

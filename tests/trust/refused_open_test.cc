@@ -291,9 +291,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values("auxstore.runs", "auxstore.refs", "auxstore.pages",
                                          "auxstore.records", "auxstore.manifests"),
                        ::testing::Values(Part::kFooter, Part::kIndex, Part::kProperties)),
-    [](const auto& info) {
-      std::string name = std::string(std::get<0>(info.param)).substr(9);  // after "auxstore."
-      const Part p = std::get<1>(info.param);
+    [](const auto& test) {
+      std::string name = std::string(std::get<0>(test.param)).substr(9);  // after "auxstore."
+      const Part p = std::get<1>(test.param);
       return name + (p == Part::kFooter ? "Footer" : p == Part::kIndex ? "Index" : "Properties");
     });
 

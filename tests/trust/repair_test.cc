@@ -148,7 +148,6 @@ TEST(TrustRepair, RepairRemovesExactlyTheCorruptSnapshots) {
         }
         // verify --repair, then verify again: after the repair it finds the
         // store clean (exit 0) whatever the damage held.
-        const bool opened_before = before.opened;
         auto repair_then_verify = [&](nlohmann::json* vj, nlohmann::json* rj) {
           ProcResult v = RunCli({"verify", trial, "--json"});
           *vj = nlohmann::json::parse(v.out, nullptr, false);

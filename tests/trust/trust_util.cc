@@ -18,6 +18,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/support/cycles.h"
+
 namespace auxstore::trust {
 
 namespace fs = std::filesystem;
@@ -32,14 +34,7 @@ int g_cycles = 0;
 
 void SetCycles(int n) { g_cycles = n; }
 
-int Cycles(int fallback) {
-  if (g_cycles > 0) return g_cycles;
-  if (const char* e = std::getenv("AUXSTORE_RELIABILITY_CYCLES")) {
-    const int n = std::atoi(e);
-    if (n > 0) return n;
-  }
-  return fallback;
-}
+int Cycles(int fallback) { return testing::CyclesFor(g_cycles, fallback); }
 
 std::string SignalName(int sig) {
   switch (sig) {

@@ -25,7 +25,8 @@ std::string ChildPath();      // auxstore_trust_child (C ABI)
 std::string KillChildPath();  // auxstore_trust_kill_child (C++, failpoint FS)
 
 // ---- cycles ----------------------------------------------------------------
-// --cycles N (trust_main.cc), else AUXSTORE_RELIABILITY_CYCLES, else fallback.
+// --cycles N (trust_main.cc), else AUXSTORE_RELIABILITY_CYCLES, else fallback;
+// at most AUXSTORE_MAX_CYCLES (tests/support/cycles.h).
 int Cycles(int fallback);
 void SetCycles(int n);
 
