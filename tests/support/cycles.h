@@ -17,10 +17,8 @@ inline int PositiveEnv(const char* name) {
 }
 
 inline int CyclesFor(int command_line, int fallback) {
-  int n = command_line > 0 ? command_line : fallback;
-  if (command_line <= 0 && PositiveEnv("AUXSTORE_RELIABILITY_CYCLES") > 0) {
-    n = PositiveEnv("AUXSTORE_RELIABILITY_CYCLES");
-  }
+  int n = command_line > 0 ? command_line : PositiveEnv("AUXSTORE_RELIABILITY_CYCLES");
+  if (n == 0) n = fallback;
   if (const int cap = PositiveEnv("AUXSTORE_MAX_CYCLES")) n = std::min(n, cap);
   return n;
 }
