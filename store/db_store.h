@@ -21,7 +21,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <set>
 #include <shared_mutex>
 #include <string>
@@ -381,7 +380,7 @@ class DbStore final : public Store {
   // The paged data model: run records, page index, refs and pins.
   RocksPageLedger ledger_{db_, cf_, MakeLedgerHost()};
   std::mutex put_id_mu_;
-  std::mt19937_64 put_id_rng_;  // seeded from std::random_device on first use
+  PutId next_put_id_ = 0;  // from std::random_device on first use
   bool put_id_seeded_ = false;
   std::atomic<uint64_t> hits_{0}, misses_{0}, puts_{0}, duplicate_puts_{0}, evictions_{0},
       expirations_{0}, orphans_seen_{0}, orphans_removed_{0}, bytes_written_{0}, bytes_read_{0};

@@ -89,18 +89,20 @@ struct DbStore::PutPlan {
 };
 
 PutId DbStore::NewPutId() {
-  // Random: unique across crashes without any counter to persist (2^-64
-  // collision odds per pair, and PutSnapshot skips one already stored);
-  // never 0.
+  // Consecutive ids from a random start per handle: unique across crashes
+  // and handles without a counter to persist (two handles' runs of n ids
+  // meet with odds about 2n/2^64, and AssemblePut skips an id already
+  // stored); never 0. The records of puts made one after another are
+  // neighbours in key order, so a batched read of them steps from one put's
+  // records to the next instead of seeking (PieceReader).
   std::lock_guard lock(put_id_mu_);
   if (!put_id_seeded_) {
     std::random_device rd;
-    std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd(), rd(), rd()};
-    put_id_rng_.seed(seq);
+    next_put_id_ = (uint64_t{rd()} << 32) ^ rd();
     put_id_seeded_ = true;
   }
   PutId id = 0;
-  while (id == 0) id = put_id_rng_();
+  while (id == 0) id = next_put_id_++;
   return id;
 }
 

@@ -8,7 +8,7 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_future.hpp>
-#include <deque>
+#include <cstring>
 #include <future>
 #include <map>
 #include <memory>
@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "format/byte_order.h"
 #include "store/bytes.h"
 #include "store/db_store.h"
 #include "store/keys.h"
@@ -49,6 +50,15 @@ std::string Where(NamespaceId ns, const Prefix& prefix) {
 // (bench/RESULTS.md, issue 25). An iterator per multi-MiB piece costs
 // nothing beside its read, holds one block, and reads in parallel.
 class DbStore::PieceReader {
+  // `to` is a record of the put of record `at`, or of the put after it.
+  static bool NextPutOrSame(const rocksdb::Slice& at, const std::string& to) {
+    if (at.size() < kPutKeyBytes || to.size() < kPutKeyBytes) return false;
+    if (std::memcmp(at.data(), to.data(), 8) != 0) return false;  // namespace
+    const PutId from = internal::GetBE64(reinterpret_cast<const uint8_t*>(at.data()) + 8);
+    const PutId next = internal::GetBE64(reinterpret_cast<const uint8_t*>(to.data()) + 8);
+    return next - from <= 1;
+  }
+
  public:
   PieceReader(DbStore& s, NamespaceId ns, bool pin, bool across_puts)
       : s_(s), ns_(ns), pin_(pin), across_puts_(across_puts) {}
@@ -84,10 +94,10 @@ class DbStore::PieceReader {
       o->it.reset(s_.db_->NewIterator(r, s_.cf_[kRecords]));
       o->it->Seek(key);
     } else if (!(o->it->Valid() && o->it->key() == rocksdb::Slice(key))) {
-      // The next record of the same put is usually the next key. Another
-      // put's (across_puts_) is a Seek: put ids do not follow put order.
-      const rocksdb::Slice same_put(key.data(), kPutKeyBytes);
-      if (o->it->Valid() && o->it->key().starts_with(same_put) && o->it->key().compare(key) < 0) {
+      // The next record of the same put is usually the next key, and so is
+      // the first record of the put made just after it (across_puts_: a
+      // handle's puts take consecutive ids); anything else is a Seek.
+      if (o->it->Valid() && NextPutOrSame(o->it->key(), key) && o->it->key().compare(key) < 0) {
         o->it->Next();
       }
       if (!(o->it->Valid() && o->it->key() == rocksdb::Slice(key))) o->it->Seek(key);
@@ -236,7 +246,7 @@ class DbStore::LayerCursor final : public LayerReader {
     }
     if (ahead_.empty() || posted_ - ahead_.size() > next_) return Fetch(next_);
     Fetched f = ahead_.front().get();
-    ahead_.pop_front();
+    ahead_.erase(ahead_.begin());
     return f;
   }
 
@@ -321,8 +331,10 @@ class DbStore::LayerCursor final : public LayerReader {
   const ReadMode mode_;
   LayerHasher hasher_;
   const std::shared_ptr<PieceReader> records_;
-  std::deque<std::future<Fetched>> ahead_;  // pieces [posted_ - size, posted_)
-  std::unique_ptr<PinnedRecord> current_;   // the last piece read, when it has its own iterator
+  // Pieces [posted_ - size, posted_): a vector, which (unlike a deque)
+  // allocates nothing for the reads that never read ahead.
+  std::vector<std::future<Fetched>> ahead_;
+  std::unique_ptr<PinnedRecord> current_;  // the last piece read, when it has its own iterator
   size_t next_ = 0;
   size_t posted_ = 0;  // pieces below it are read or being read
   Status failed_;

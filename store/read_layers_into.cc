@@ -128,10 +128,11 @@ void DbStore::ReadSnapshotsInto(std::span<SnapshotInto> snapshots) {
   db_->MultiGet(rocksdb::ReadOptions(), cf_[kManifests], keys.size(), slices.data(), values.data(),
                 statuses.data());
   // Snapshots that own all their records (each its own put: a connector's
-  // pages) share one iterator per namespace, moved by a Seek from one to the
-  // next, instead of an iterator made and dropped per snapshot (about 6 % of
-  // a small page's instructions). A chain's snapshots read from many owners
-  // in turn and keep an iterator per owner.
+  // pages) share one iterator per namespace, moved from one to the next (a
+  // Next when they were put one after another, else a Seek), instead of an
+  // iterator made and dropped per snapshot (about 6 % of a small page's
+  // instructions). A chain's snapshots read from many owners in turn and
+  // keep an iterator per owner.
   std::map<NamespaceId, std::shared_ptr<PieceReader>> across;
   for (size_t i = 0; i < snapshots.size(); ++i) {
     SnapshotInto& s = snapshots[i];

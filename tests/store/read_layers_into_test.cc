@@ -245,9 +245,9 @@ TEST_F(ReadLayersIntoTest, ManySnapshotsReadAsEachAloneWithTheirOwnOutcomes) {
   store_->ReadSnapshotsInto({});  // nothing to do
 }
 
-// Snapshots that own all their records share one iterator across puts:
-// read in any order, beside an erased put's gap, a chain snapshot read from
-// many owners and a damaged record, each still reads as it would alone.
+// Snapshots that own all their records share one iterator across puts,
+// stepping from one put to the next: read in any order, beside an erased put's gap, a chain
+// snapshot read from many owners and a damaged record, each still reads as it would alone.
 TEST_F(ReadLayersIntoTest, SmallSnapshotsReadOneAfterAnotherStayExactAcrossGapsAndDamage) {
   std::vector<std::vector<std::vector<uint8_t>>> blobs;
   for (uint64_t s = 1; s <= 6; ++s)
@@ -276,6 +276,10 @@ TEST_F(ReadLayersIntoTest, SmallSnapshotsReadOneAfterAnotherStayExactAcrossGapsA
     for (const PageRun& run : l.runs) reads_another_put |= run.owner != longest.put_id;
   ASSERT_TRUE(reads_another_put) << "the chain's longest snapshot reads 164's pages";
   const auto put5 = store_->GetManifest(ns_, PrefixFromSeed(5))->put_id;
+  // A handle's puts take consecutive ids: the iterator steps from one put's
+  // records to the next put's (1 to 2, 4 to 5), seeks over 3's gap, back
+  // (2's layer 1 then 0) and past a layer not read.
+  EXPECT_EQ(store_->GetManifest(ns_, PrefixFromSeed(1))->put_id + 4, put5);
   Close();
   testing::RewriteRecord(path(), store_internal::RecordKey(ns_, put5, 1, 0, 1),
                          [](std::string* v) { (*v)[v->size() / 2] ^= 0x04; });
