@@ -1,6 +1,7 @@
 #include "format/layer_layout.h"
 
 #include <algorithm>
+#include <boost/container/small_vector.hpp>
 #include <string>
 
 #include "format/byte_order.h"
@@ -141,6 +142,13 @@ uint64_t ArrayOffset(const LayerEntry& l, size_t a) {
   return off;
 }
 
+bool OwnsEveryRecord(const Manifest& m) {
+  for (const LayerEntry& l : m.layers)
+    for (const PageRun& r : l.runs)
+      if (r.owner != m.put_id) return false;
+  return true;
+}
+
 std::vector<PutId> UsedPuts(const Manifest& m) {
   std::vector<PutId> out{m.put_id};
   for (const LayerEntry& l : m.layers)
@@ -171,6 +179,15 @@ std::vector<LayerPiece> PlanPieces(const Manifest& m, const LayerEntry& l) {
 
 namespace {
 
+// XXH3 of no bytes: the hash of a part closed before any byte of it.
+const uint64_t kEmptyXxh3 = XXH3_64bits(nullptr, 0);
+
+void AppendHash(XXH3_state_t* outer, uint64_t h) {
+  uint8_t le[8];
+  internal::PutLE64(le, h);
+  XXH3_64bits_update(outer, le, sizeof le);
+}
+
 struct Xxh3StateDeleter {
   void operator()(XXH3_state_t* s) const { XXH3_freeState(s); }
 };
@@ -182,32 +199,19 @@ Xxh3State NewState() {
   return s;
 }
 
-void AppendHash(XXH3_state_t* outer, uint64_t h) {
-  uint8_t le[8];
-  internal::PutLE64(le, h);
-  XXH3_64bits_update(outer, le, sizeof le);
-}
-
 }  // namespace
 
-// Parts after the header: per array, its full pages, then its tail.
+// Parts after the header: per array, its full pages, then its tail. The
+// states are XXH3_createState's blocks (small enough for malloc's per-thread
+// cache; a State holding them inline is over-aligned, and aligned
+// allocations skip that cache), the part lengths inline.
 struct LayerHasher::State {
   uint64_t header_left = 0;
-  std::vector<uint64_t> parts;  // lengths
+  boost::container::small_vector<uint64_t, 4> parts;  // lengths
   size_t part = 0;
   uint64_t in_part = 0;
   Xxh3State outer = NewState();
   Xxh3State inner = NewState();
-
-  // Closes every part that is complete (zero-length ones at once).
-  void Close(XXH3_state_t* out, XXH3_state_t* in, size_t* p, uint64_t* fed) const {
-    while (*p < parts.size() && *fed == parts[*p]) {
-      AppendHash(out, XXH3_64bits_digest(in));
-      XXH3_64bits_reset(in);
-      ++*p;
-      *fed = 0;
-    }
-  }
 };
 
 LayerHasher::LayerHasher(const Manifest& m, const LayerEntry& l) : state_(new State) {
@@ -232,7 +236,13 @@ void LayerHasher::Update(ByteSpan bytes) {
     bytes = bytes.subspan(take);
   }
   while (!bytes.empty()) {
-    s.Close(s.outer.get(), s.inner.get(), &s.part, &s.in_part);
+    // Close the parts complete so far (zero-length ones at once).
+    while (s.part < s.parts.size() && s.in_part == s.parts[s.part]) {
+      AppendHash(s.outer.get(), XXH3_64bits_digest(s.inner.get()));
+      XXH3_64bits_reset(s.inner.get());
+      ++s.part;
+      s.in_part = 0;
+    }
     if (s.part == s.parts.size()) {  // past the layout: hashed into the digest so it differs
       XXH3_64bits_update(s.outer.get(), bytes.data(), bytes.size());
       return;
@@ -247,26 +257,31 @@ void LayerHasher::Update(ByteSpan bytes) {
 uint64_t LayerHasher::Digest() const {
   const State& s = *state_;
   if (s.header_left > 0) return ~XXH3_64bits_digest(s.outer.get());  // short of its header
-  Xxh3State outer = NewState(), inner = NewState();
-  XXH3_copyState(outer.get(), s.outer.get());
-  XXH3_copyState(inner.get(), s.inner.get());
+  // The parts still open closed on a copy of the outer state (Digest
+  // leaves the hasher as it was): the current part's hash read from the
+  // inner state as it is, any after it empty.
+  XXH3_state_t outer;
+  XXH3_copyState(&outer, s.outer.get());
   size_t part = s.part;
   uint64_t fed = s.in_part;
-  s.Close(outer.get(), inner.get(), &part, &fed);
-  return XXH3_64bits_digest(outer.get());
+  for (; part < s.parts.size() && fed == s.parts[part]; ++part, fed = 0) {
+    AppendHash(&outer, fed == 0 ? kEmptyXxh3 : XXH3_64bits_digest(s.inner.get()));
+  }
+  return XXH3_64bits_digest(&outer);
 }
 
 uint64_t LayerDigest(ByteSpan header, const std::vector<std::vector<uint64_t>>& page_xxh3,
                      const std::vector<uint64_t>& tail_xxh3) {
-  Xxh3State outer = NewState();
-  XXH3_64bits_update(outer.get(), header.data(), header.size());
+  XXH3_state_t outer;
+  XXH3_64bits_reset(&outer);
+  XXH3_64bits_update(&outer, header.data(), header.size());
   for (size_t a = 0; a < tail_xxh3.size(); ++a) {
     if (a < page_xxh3.size()) {
-      for (uint64_t h : page_xxh3[a]) AppendHash(outer.get(), h);
+      for (uint64_t h : page_xxh3[a]) AppendHash(&outer, h);
     }
-    AppendHash(outer.get(), tail_xxh3[a]);
+    AppendHash(&outer, tail_xxh3[a]);
   }
-  return XXH3_64bits_digest(outer.get());
+  return XXH3_64bits_digest(&outer);
 }
 
 }  // namespace auxstore

@@ -49,5 +49,8 @@ uint64_t ArrayOffset(const LayerEntry& l, size_t a);
 // Every put whose records the manifest reads: its own and the owners of
 // its shared pages, ascending, each once.
 std::vector<PutId> UsedPuts(const Manifest& m);
+// Whether every record the manifest reads is its own put's (UsedPuts would
+// be that put alone), without building the list.
+bool OwnsEveryRecord(const Manifest& m);
 
 }  // namespace auxstore

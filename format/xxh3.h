@@ -6,6 +6,12 @@
 // where bulk bytes are hashed.
 #pragma once
 
+// XXH3_state_t's definition, so a state can live inside an object or on the
+// stack instead of XXH3_createState's heap block (Debian ships the header
+// and the library together, so the layout is the library's).
+#ifndef XXH_STATIC_LINKING_ONLY
+#define XXH_STATIC_LINKING_ONLY
+#endif
 #include <xxhash.h>
 
 #if defined(AUXSTORE_XXH_DISPATCH)

@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <set>
 #include <shared_mutex>
 #include <string>
@@ -216,7 +217,7 @@ class DbStore final : public Store {
   // decoded, a damaged one quarantined (Corruption; NotFound when replaced
   // meanwhile). ReadSnapshotsInto's MultiGet shares it.
   Result<Manifest> ManifestFromLookup(NamespaceId ns, const Prefix& prefix, const std::string& key,
-                                      const rocksdb::Status& looked_up, const std::string& value);
+                                      const rocksdb::Status& looked_up, std::string_view value);
   Result<std::vector<std::optional<Manifest>>> MultiGetManifests(NamespaceId ns,
                                                                  std::span<const Prefix> prefixes);
   Result<NamespaceSpec> NamespaceSpecFor(NamespaceId ns);

@@ -97,7 +97,7 @@ Result<Manifest> DbStore::LoadManifest(NamespaceId ns, const Prefix& prefix) {
 Result<Manifest> DbStore::ManifestFromLookup(NamespaceId ns, const Prefix& prefix,
                                              const std::string& key,
                                              const rocksdb::Status& looked_up,
-                                             const std::string& value) {
+                                             std::string_view value) {
   if (looked_up.IsNotFound()) return Status::NotFound("no snapshot for " + Where(ns, prefix));
   if (!looked_up.ok()) return FromRocks(looked_up, "read the manifest of " + Where(ns, prefix));
   auto m = DecodeManifestRecord(key, Bytes(value));

@@ -44,13 +44,20 @@ std::string PutKey(NamespaceId ns, PutId put) {
 }
 
 std::string RecordKey(NamespaceId ns, PutId put, uint32_t layer, uint8_t array, uint32_t chunk) {
-  std::string k = PutKey(ns, put);
-  k.resize(kRecordKeyBytes);
-  auto* p = reinterpret_cast<uint8_t*>(k.data());
+  std::string k;
+  AssignRecordKey(&k, ns, put, layer, array, chunk);
+  return k;
+}
+
+void AssignRecordKey(std::string* k, NamespaceId ns, PutId put, uint32_t layer, uint8_t array,
+                     uint32_t chunk) {
+  k->resize(kRecordKeyBytes);
+  auto* p = reinterpret_cast<uint8_t*>(k->data());
+  PutBE64(p, ns);
+  PutBE64(p + 8, put);
   PutBE32(p + kPutKeyBytes, layer);
   p[kPutKeyBytes + 4] = array;
   PutBE32(p + kPutKeyBytes + 5, chunk);
-  return k;
 }
 
 std::string PutRangeEnd(NamespaceId ns, PutId put) {

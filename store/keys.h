@@ -38,6 +38,10 @@ std::string SnapshotKey(NamespaceId ns, const Prefix& prefix);
 // ns | put: a put's run record key, and the prefix of all its records.
 std::string PutKey(NamespaceId ns, PutId put);
 std::string RecordKey(NamespaceId ns, PutId put, uint32_t layer, uint8_t array, uint32_t chunk);
+// The same key written over `*k`, reusing its buffer (a reader's key per
+// record would otherwise cost an allocation).
+void AssignRecordKey(std::string* k, NamespaceId ns, PutId put, uint32_t layer, uint8_t array,
+                     uint32_t chunk);
 // The first key after every record of (ns, put): the end of its range.
 std::string PutRangeEnd(NamespaceId ns, PutId put);
 std::string PageKey(NamespaceId ns, uint32_t page_tokens, const Prefix& chain_hash);

@@ -206,7 +206,7 @@ class DbStore::LayerCursor final : public LayerReader {
   // empty, and moves on; the digest is checked before the last one returns.
   Result<ByteSpan> ReadNext(std::span<uint8_t> copy_to) {
     const LayerPiece& piece = pieces_[next_];
-    Fetched f = Take();
+    Fetched& f = Take();
     current_ = std::move(f.own);  // the previous piece's block goes
     Status st = std::move(f.status);
     if (st.IsNotFound()) {
@@ -234,28 +234,34 @@ class DbStore::LayerCursor final : public LayerReader {
     return bytes;
   }
 
-  // The record of piece next_: read ahead on the pool, or read here. Up to
-  // read_ahead pieces after it go on the pool first (the first piece is
-  // read here: small layers pay no hand-off).
-  Fetched Take() {
+  // The record of piece next_ in taken_: read ahead on the pool, or read
+  // here. Up to read_ahead pieces after it go on the pool first (the first
+  // piece is read here: small layers pay no hand-off).
+  Fetched& Take() {
     const size_t until = std::min(pieces_.size(), next_ + 1 + mode_.read_ahead);
     if (posted_ <= next_) posted_ = next_ + 1;
     for (; posted_ < until; ++posted_) {
-      ahead_.push_back(boost::asio::post(
-          s_.read_pool_, boost::asio::use_future([this, i = posted_] { return Fetch(i); })));
+      ahead_.push_back(boost::asio::post(s_.read_pool_, boost::asio::use_future([this, i = posted_] {
+                                           Fetched f;
+                                           Fetch(i, &f);
+                                           return f;
+                                         })));
     }
-    if (ahead_.empty() || posted_ - ahead_.size() > next_) return Fetch(next_);
-    Fetched f = ahead_.front().get();
-    ahead_.erase(ahead_.begin());
-    return f;
+    if (ahead_.empty() || posted_ - ahead_.size() > next_) {
+      Fetch(next_, &taken_);
+    } else {
+      taken_ = ahead_.front().get();
+      ahead_.erase(ahead_.begin());
+    }
+    return taken_;
   }
 
-  Fetched Fetch(size_t i) {
+  // Piece i's record into `f`, its key written over f->key's buffer.
+  void Fetch(size_t i, Fetched* f) {
     const LayerPiece& piece = pieces_[i];
-    Fetched f;
-    f.key = RecordKey(ns_, piece.owner, entry_.layer, piece.array, piece.chunk);
-    f.status = records_->Read(f.key, piece, &f.value, &f.own);
-    return f;
+    AssignRecordKey(&f->key, ns_, piece.owner, entry_.layer, piece.array, piece.chunk);
+    f->own.reset();
+    f->status = records_->Read(f->key, piece, &f->value, &f->own);
   }
 
   Status CheckDigest() {
@@ -272,7 +278,8 @@ class DbStore::LayerCursor final : public LayerReader {
   Status FindDamagedRecord() {
     for (size_t i = 0; i < pieces_.size(); ++i) {
       const LayerPiece& piece = pieces_[i];
-      Fetched f = Fetch(i);
+      Fetched f;
+      Fetch(i, &f);
       Status st = std::move(f.status);
       if (st.IsNotFound()) {
         st = Status::Corruption("snapshot is torn: missing " + PieceWhere(piece));
@@ -334,6 +341,7 @@ class DbStore::LayerCursor final : public LayerReader {
   // Pieces [posted_ - size, posted_): a vector, which (unlike a deque)
   // allocates nothing for the reads that never read ahead.
   std::vector<std::future<Fetched>> ahead_;
+  Fetched taken_;                          // the piece ReadNext checks (Take's)
   std::unique_ptr<PinnedRecord> current_;  // the last piece read, when it has its own iterator
   size_t next_ = 0;
   size_t posted_ = 0;  // pieces below it are read or being read

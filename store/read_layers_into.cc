@@ -138,13 +138,13 @@ void DbStore::ReadSnapshotsInto(std::span<SnapshotInto> snapshots) {
     SnapshotInto& s = snapshots[i];
     if (s.layers.empty()) continue;
     auto m = ManifestFromLookup(s.ns, s.prefix, keys[i], statuses[i],
-                                statuses[i].ok() ? values[i].ToString() : std::string());
+                                statuses[i].ok() ? values[i].ToStringView() : std::string_view());
     if (!m.ok()) {
       FailRest(s.layers, 0, m.status());
       continue;
     }
     std::shared_ptr<PieceReader> records;
-    if (UsedPuts(*m).size() == 1) {  // its own put's records only
+    if (OwnsEveryRecord(*m)) {
       auto& shared = across[s.ns];
       if (!shared) shared = NewPieceReader(s.ns, ReadMode{}, /*across_puts=*/true);
       records = shared;
