@@ -9,10 +9,16 @@
 //   - a restore of 16 snapshots (4 layers of 1 MiB) into registered host
 //     memory against auxstore_read_layers (ReadLayerInto) of the same bytes;
 //   - the per-call overhead of a trivial call (count_leading_stored of no
-//     key: the handle lookup, the checks, the error guard).
+//     key: the handle lookup, the checks, the error guard);
+//   - the floor of the page read, in the same process: the same bytes
+//     copied into the same buffer and hashed (XXH3, as the read verifies
+//     them) in two jobs on a pool of two threads, as the read runs.
 // Each figure is the median of `--runs` runs (min and max beside it).
 #include <CLI/CLI.hpp>
 #include <array>
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_future.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +28,7 @@
 
 #include "auxstore/c.h"
 #include "bench/measure.h"
+#include "format/xxh3.h"
 
 namespace {
 
@@ -105,6 +112,26 @@ void SerialRead(Store& s, const std::vector<auxstore_host_read_target_t>& target
     }
     CALL(auxstore_read_layers(s.db, s.ns, targets[t].prefix, dests.data(), layers, &e), "read");
   }
+}
+
+// The copy and hash of `dst.size()` bytes in `piece`-byte pieces from
+// `src`, half of them on each of two pool threads, waited for: what a
+// batched page read cannot go below.
+void CopyAndHash(boost::asio::thread_pool& pool, const HugeBuffer& src, HugeBuffer& dst,
+                 size_t piece) {
+  const size_t pieces = dst.size() / piece, half = pieces / 2;
+  const auto job = [&](size_t from, size_t to) {
+    uint64_t h = 0;
+    for (size_t i = from; i < to; ++i) {
+      std::memcpy(dst.data() + i * piece, src.data() + i * piece, piece);
+      h ^= XXH3_64bits(src.data() + i * piece, piece);
+    }
+    return h;
+  };
+  auto first = boost::asio::post(pool, boost::asio::use_future([&] { return job(0, half); }));
+  auto second = boost::asio::post(pool, boost::asio::use_future([&] { return job(half, pieces); }));
+  volatile uint64_t sink = first.get() ^ second.get();
+  (void)sink;
 }
 
 std::vector<auxstore_host_read_target_t> Targets(const Store& s, uint32_t g, uint32_t n,
@@ -193,6 +220,15 @@ int main(int argc, char** argv) {
   Row("the same pages, auxstore_read_layers one by one, per page",
       PerCall(runs, page_calls, [&] { SerialRead(s, page_targets, pages.data(), kPageLayers); }),
       1e6 / kPages, "us", "-");
+  {
+    HugeBuffer src(pages.size());
+    for (size_t i = 0; i < src.size(); ++i) src.data()[i] = static_cast<uint8_t>(i * 13 + 7);
+    boost::asio::thread_pool pool(2);
+    CopyAndHash(pool, src, pages, kPageBytes);  // warm
+    Row("floor: the same bytes copied and hashed, 2 threads, per page",
+        PerCall(runs, page_calls, [&] { CopyAndHash(pool, src, pages, kPageBytes); }), 1e6 / kPages,
+        "us", "-");
+  }
   if (pages_only) return 0;
   {
     auxstore_host_buffer_t* mb = nullptr;

@@ -188,33 +188,43 @@ void AppendHash(XXH3_state_t* outer, uint64_t h) {
   XXH3_64bits_update(outer, le, sizeof le);
 }
 
-struct Xxh3StateDeleter {
-  void operator()(XXH3_state_t* s) const { XXH3_freeState(s); }
-};
-using Xxh3State = std::unique_ptr<XXH3_state_t, Xxh3StateDeleter>;
-
-Xxh3State NewState() {
-  Xxh3State s(XXH3_createState());
-  XXH3_64bits_reset(s.get());
-  return s;
-}
-
 }  // namespace
 
-// Parts after the header: per array, its full pages, then its tail. The
-// states are XXH3_createState's blocks (small enough for malloc's per-thread
-// cache; a State holding them inline is over-aligned, and aligned
-// allocations skip that cache), the part lengths inline.
+// Parts after the header: per array, its full pages, then its tail.
 struct LayerHasher::State {
   uint64_t header_left = 0;
   boost::container::small_vector<uint64_t, 4> parts;  // lengths
   size_t part = 0;
   uint64_t in_part = 0;
-  Xxh3State outer = NewState();
-  Xxh3State inner = NewState();
+  XXH3_state_t outer;
+  XXH3_state_t inner;
+
+  // A fresh state: this thread's spare when it has one. A small page's
+  // layer costs no allocation (the states are over-aligned, and aligned
+  // allocations skip malloc's per-thread cache): issue 24's page reads.
+  static std::unique_ptr<State> Take() {
+    std::unique_ptr<State> s = std::move(Spare());
+    if (!s) s = std::make_unique<State>();
+    s->header_left = 0;
+    s->parts.clear();
+    s->part = 0;
+    s->in_part = 0;
+    XXH3_INITSTATE(&s->outer);
+    XXH3_INITSTATE(&s->inner);
+    XXH3_64bits_reset(&s->outer);
+    XXH3_64bits_reset(&s->inner);
+    return s;
+  }
+  static void Give(std::unique_ptr<State> s) {
+    if (s && !Spare()) Spare() = std::move(s);
+  }
+  static std::unique_ptr<State>& Spare() {
+    thread_local std::unique_ptr<State> spare;
+    return spare;
+  }
 };
 
-LayerHasher::LayerHasher(const Manifest& m, const LayerEntry& l) : state_(new State) {
+LayerHasher::LayerHasher(const Manifest& m, const LayerEntry& l) : state_(State::Take()) {
   state_->header_left = l.header.size();
   const uint32_t pages = l.full_pages();
   for (size_t a = 0; a < l.row_bytes.size(); ++a) {
@@ -223,7 +233,7 @@ LayerHasher::LayerHasher(const Manifest& m, const LayerEntry& l) : state_(new St
     state_->parts.push_back(TailBytes(m, l, a));
   }
 }
-LayerHasher::~LayerHasher() = default;
+LayerHasher::~LayerHasher() { State::Give(std::move(state_)); }
 LayerHasher::LayerHasher(LayerHasher&&) noexcept = default;
 LayerHasher& LayerHasher::operator=(LayerHasher&&) noexcept = default;
 
@@ -231,24 +241,24 @@ void LayerHasher::Update(ByteSpan bytes) {
   State& s = *state_;
   if (s.header_left > 0) {
     const uint64_t take = std::min<uint64_t>(s.header_left, bytes.size());
-    XXH3_64bits_update(s.outer.get(), bytes.data(), take);
+    XXH3_64bits_update(&s.outer, bytes.data(), take);
     s.header_left -= take;
     bytes = bytes.subspan(take);
   }
   while (!bytes.empty()) {
     // Close the parts complete so far (zero-length ones at once).
     while (s.part < s.parts.size() && s.in_part == s.parts[s.part]) {
-      AppendHash(s.outer.get(), XXH3_64bits_digest(s.inner.get()));
-      XXH3_64bits_reset(s.inner.get());
+      AppendHash(&s.outer, XXH3_64bits_digest(&s.inner));
+      XXH3_64bits_reset(&s.inner);
       ++s.part;
       s.in_part = 0;
     }
     if (s.part == s.parts.size()) {  // past the layout: hashed into the digest so it differs
-      XXH3_64bits_update(s.outer.get(), bytes.data(), bytes.size());
+      XXH3_64bits_update(&s.outer, bytes.data(), bytes.size());
       return;
     }
     const uint64_t take = std::min<uint64_t>(s.parts[s.part] - s.in_part, bytes.size());
-    XXH3_64bits_update(s.inner.get(), bytes.data(), take);
+    XXH3_64bits_update(&s.inner, bytes.data(), take);
     s.in_part += take;
     bytes = bytes.subspan(take);
   }
@@ -256,16 +266,16 @@ void LayerHasher::Update(ByteSpan bytes) {
 
 uint64_t LayerHasher::Digest() const {
   const State& s = *state_;
-  if (s.header_left > 0) return ~XXH3_64bits_digest(s.outer.get());  // short of its header
+  if (s.header_left > 0) return ~XXH3_64bits_digest(&s.outer);  // short of its header
   // The parts still open closed on a copy of the outer state (Digest
   // leaves the hasher as it was): the current part's hash read from the
   // inner state as it is, any after it empty.
   XXH3_state_t outer;
-  XXH3_copyState(&outer, s.outer.get());
+  XXH3_copyState(&outer, &s.outer);
   size_t part = s.part;
   uint64_t fed = s.in_part;
   for (; part < s.parts.size() && fed == s.parts[part]; ++part, fed = 0) {
-    AppendHash(&outer, fed == 0 ? kEmptyXxh3 : XXH3_64bits_digest(s.inner.get()));
+    AppendHash(&outer, fed == 0 ? kEmptyXxh3 : XXH3_64bits_digest(&s.inner));
   }
   return XXH3_64bits_digest(&outer);
 }

@@ -241,11 +241,12 @@ class DbStore::LayerCursor final : public LayerReader {
     const size_t until = std::min(pieces_.size(), next_ + 1 + mode_.read_ahead);
     if (posted_ <= next_) posted_ = next_ + 1;
     for (; posted_ < until; ++posted_) {
-      ahead_.push_back(boost::asio::post(s_.read_pool_, boost::asio::use_future([this, i = posted_] {
-                                           Fetched f;
-                                           Fetch(i, &f);
-                                           return f;
-                                         })));
+      ahead_.push_back(
+          boost::asio::post(s_.read_pool_, boost::asio::use_future([this, i = posted_] {
+                              Fetched f;
+                              Fetch(i, &f);
+                              return f;
+                            })));
     }
     if (ahead_.empty() || posted_ - ahead_.size() > next_) {
       Fetch(next_, &taken_);
