@@ -34,18 +34,19 @@ void TieredStore::FillBehind(const SharedRecord& r, std::vector<LayerBuffer> lay
   boost::asio::post(fill_thread_, [this, fill, key] {
     // A failed fill leaves no local copy: the next read restores it again.
     const Status st = Fill(fill->record, fill->layers);
-    if (!st.ok()) {
-      const std::string message = "snapshot " + fill->record.prefix.ToHex() +
-                                  " restored from RADOS pool '" + tier_->pool() +
-                                  "' was not written locally: " + st.ToString();
-      Deliver(options_.log_sink, {LogLevel::kWarn, "auxstore", message});
-    }
+    if (!st.ok()) WarnNotFilled(fill->record, st);
     std::lock_guard lock(pending_mu_);
     pending_.erase(key);
     pending_bytes_ -= fill->bytes;
     --fills_behind_;
     pending_cv_.notify_all();
   });
+}
+
+void TieredStore::WarnNotFilled(const SharedRecord& r, const Status& why) {
+  const std::string message = "snapshot " + r.prefix.ToHex() + " restored from RADOS pool '" +
+                              tier_->pool() + "' was not written locally: " + why.ToString();
+  Deliver(options_.log_sink, {LogLevel::kWarn, "auxstore", message});
 }
 
 Store& TieredStore::Local() {
@@ -91,6 +92,17 @@ Result<uint64_t> TieredStore::CopyPending(const PendingFill& p, uint32_t layer,
   }
   if (!bytes.empty()) std::memcpy(dst.data(), bytes.data(), bytes.size());
   return bytes.size();
+}
+
+Status TieredStore::CopyPendingLayers(const PendingFill& p, std::span<LayerInto> layers) {
+  Status first;
+  for (LayerInto& l : layers) {
+    auto copied = CopyPending(p, l.layer, l.dst);
+    l.status = copied.status();
+    l.bytes = copied.ok() ? *copied : 0;
+    if (first.ok()) first = l.status;
+  }
+  return first;
 }
 
 }  // namespace auxstore::shared

@@ -98,16 +98,44 @@ Status TieredStore::RestoreFromPool(NamespaceId ns, std::span<const Prefix> pref
   return first_error;
 }
 
-Result<bool> TieredStore::RestoreIfMissing(NamespaceId ns, const Prefix& prefix) {
+Result<TieredStore::Restored> TieredStore::RestoreIfMissing(NamespaceId ns, const Prefix& prefix) {
   const Prefix one[] = {prefix};
   // NotFound: a namespace this directory has not registered (the pool's
   // record carries its spec, and the restore registers it).
   auto local = Local().GetManifests(ns, one);
-  if (local.ok() && (*local)[0]) return false;
+  if (local.ok() && (*local)[0]) return Restored{};
   if (!local.ok() && local.status().code() != StatusCode::kNotFound) return local.status();
-  AUXSTORE_RETURN_IF_ERROR(RestoreFromPool(ns, one, 0, Want::kAll));
-  AUXSTORE_ASSIGN_OR_RETURN(auto now, Local().GetManifests(ns, one));
-  return now[0].has_value();
+  AUXSTORE_ASSIGN_OR_RETURN(auto records, tier_->ReadRecords(ns, one));
+  if (!records[0]) return Restored{};
+  auto fetched = Fetch(*records[0]);
+  if (fetched.status().IsNotFound()) return Restored{};  // erased meanwhile
+  AUXSTORE_RETURN_IF_ERROR(fetched.status());
+  // The local copy is a cache of the pool's: when it cannot be written the
+  // bytes just read and checked still answer (a read-only store never
+  // tries; it cannot write).
+  Status filled = options_.read_only
+                      ? Status::Unavailable("the store is open read-only: no local copy written")
+                      : Fill(*records[0], *fetched);
+  if (filled.ok()) {
+    AUXSTORE_ASSIGN_OR_RETURN(auto now, Local().GetManifests(ns, one));
+    return Restored{now[0].has_value(), nullptr, Status::Ok()};
+  }
+  if (!options_.read_only) WarnNotFilled(*records[0], filled);
+  auto unfilled = std::make_shared<PendingFill>();
+  unfilled->record = std::move(*records[0]);
+  unfilled->layers = std::move(fetched).value();
+  return Restored{false, std::move(unfilled), std::move(filled)};
+}
+
+template <typename F, typename G>
+auto TieredStore::ReadThrough(NamespaceId ns, const Prefix& prefix, F&& read, G&& unfilled)
+    -> decltype(read()) {
+  auto r = read();
+  if (r.ok() || r.status().code() != StatusCode::kNotFound) return r;
+  auto restored = RestoreIfMissing(ns, prefix);
+  if (!restored.ok()) return restored.status();
+  if (restored->unfilled) return unfilled(*restored->unfilled);
+  return restored->local ? read() : r;
 }
 
 template <typename F>
@@ -116,7 +144,11 @@ auto TieredStore::ReadThrough(NamespaceId ns, const Prefix& prefix, F&& read) ->
   if (r.ok() || r.status().code() != StatusCode::kNotFound) return r;
   auto restored = RestoreIfMissing(ns, prefix);
   if (!restored.ok()) return restored.status();
-  return *restored ? read() : r;
+  if (restored->unfilled) {
+    return restored->why.WithContext("snapshot " + prefix.ToHex() + " of RADOS pool '" +
+                                     tier_->pool() + "' has no local copy, and none was written");
+  }
+  return restored->local ? read() : r;
 }
 
 void TieredStore::LeaseInPool(LeaseId lease, NamespaceId ns, const Prefix& prefix,
@@ -229,10 +261,17 @@ Result<Manifest> TieredStore::GetManifest(NamespaceId ns, const Prefix& prefix) 
 
 Status TieredStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
                               const ChunkSink& sink) {
-  auto r = ReadThrough(ns, prefix, [&]() -> Result<bool> {
-    AUXSTORE_RETURN_IF_ERROR(Local().ReadLayer(ns, prefix, layer, sink));
-    return true;
-  });
+  auto r = ReadThrough(
+      ns, prefix,
+      [&]() -> Result<bool> {
+        AUXSTORE_RETURN_IF_ERROR(Local().ReadLayer(ns, prefix, layer, sink));
+        return true;
+      },
+      [&](const PendingFill& p) -> Result<bool> {
+        AUXSTORE_ASSIGN_OR_RETURN(auto bytes, PendingLayer(p, layer));
+        AUXSTORE_RETURN_IF_ERROR(sink(0, bytes));
+        return true;
+      });
   return r.status();
 }
 
@@ -242,7 +281,12 @@ Result<std::vector<uint8_t>> TieredStore::GetLayer(NamespaceId ns, const Prefix&
     AUXSTORE_ASSIGN_OR_RETURN(auto bytes, PendingLayer(*pending, layer));
     return std::vector<uint8_t>(bytes.begin(), bytes.end());
   }
-  return ReadThrough(ns, prefix, [&] { return Local().GetLayer(ns, prefix, layer); });
+  return ReadThrough(
+      ns, prefix, [&] { return Local().GetLayer(ns, prefix, layer); },
+      [&](const PendingFill& p) -> Result<std::vector<uint8_t>> {
+        AUXSTORE_ASSIGN_OR_RETURN(auto bytes, PendingLayer(p, layer));
+        return std::vector<uint8_t>(bytes.begin(), bytes.end());
+      });
 }
 
 Result<std::unique_ptr<LayerReader>> TieredStore::OpenLayer(NamespaceId ns, const Prefix& prefix,
@@ -255,21 +299,14 @@ Result<std::unique_ptr<LayerReader>> TieredStore::OpenLayer(NamespaceId ns, cons
 Result<uint64_t> TieredStore::ReadLayerInto(NamespaceId ns, const Prefix& prefix, uint32_t layer,
                                             std::span<uint8_t> dst) {
   if (auto pending = PendingOf(ns, prefix)) return CopyPending(*pending, layer, dst);
-  return ReadThrough(ns, prefix, [&] { return Local().ReadLayerInto(ns, prefix, layer, dst); });
+  return ReadThrough(
+      ns, prefix, [&] { return Local().ReadLayerInto(ns, prefix, layer, dst); },
+      [&](const PendingFill& p) { return CopyPending(p, layer, dst); });
 }
 
 Status TieredStore::ReadLayersInto(NamespaceId ns, const Prefix& prefix,
                                    std::span<LayerInto> layers) {
-  if (auto pending = PendingOf(ns, prefix)) {
-    Status first;
-    for (LayerInto& l : layers) {
-      auto copied = CopyPending(*pending, l.layer, l.dst);
-      l.status = copied.status();
-      l.bytes = copied.ok() ? *copied : 0;
-      if (first.ok()) first = l.status;
-    }
-    return first;
-  }
+  if (auto pending = PendingOf(ns, prefix)) return CopyPendingLayers(*pending, layers);
   const Status local = Local().ReadLayersInto(ns, prefix, layers);
   if (!local.IsNotFound()) return local;
   auto restored = RestoreIfMissing(ns, prefix);
@@ -279,7 +316,8 @@ Status TieredStore::ReadLayersInto(NamespaceId ns, const Prefix& prefix,
     }
     return restored.status();
   }
-  return *restored ? Local().ReadLayersInto(ns, prefix, layers) : local;
+  if (restored->unfilled) return CopyPendingLayers(*restored->unfilled, layers);
+  return restored->local ? Local().ReadLayersInto(ns, prefix, layers) : local;
 }
 
 Result<Store::LayerRows> TieredStore::ReadLayerRows(NamespaceId ns, const Prefix& prefix,

@@ -130,6 +130,8 @@ class TieredStore final : public Store {
   static Result<std::span<const uint8_t>> PendingLayer(const PendingFill& p, uint32_t layer);
   // Layer `layer` of a pending fill into dst, as ReadLayerInto reads it.
   static Result<uint64_t> CopyPending(const PendingFill& p, uint32_t layer, std::span<uint8_t> dst);
+  // Every layer of `layers` copied so (ReadLayersInto's outcomes).
+  static Status CopyPendingLayers(const PendingFill& p, std::span<LayerInto> layers);
   static constexpr uint64_t kMaxPendingFillBytes = 256ull << 20;
   // Which of prefixes[from..] the pool holds (one batched round) restored:
   // kLongest — the longest it holds (trying shorter ones when it fails);
@@ -141,9 +143,27 @@ class TieredStore final : public Store {
   // *restored says which prefixes[i] was restored.
   Status RestoreFromPool(NamespaceId ns, std::span<const Prefix> prefixes, size_t from, Want want,
                          std::optional<size_t>* restored = nullptr);
-  // Restores (ns, prefix) when the local store lacks it: true when it did.
-  Result<bool> RestoreIfMissing(NamespaceId ns, const Prefix& prefix);
-  // Runs `read`; when it is NotFound and the pool restores the snapshot, again.
+  // The warning of a restored snapshot whose local copy was not written.
+  void WarnNotFilled(const SharedRecord& r, const Status& why);
+  // What RestoreIfMissing did. `local`: the snapshot is in the local store
+  // now. `unfilled`: the pool's snapshot, read and checked, whose local copy
+  // could not be written (a full disk, a store that stopped writing, a
+  // read-only store: `why`); the byte reads serve it from memory.
+  struct Restored {
+    bool local = false;
+    std::shared_ptr<const PendingFill> unfilled;
+    Status why;
+  };
+  // Restores (ns, prefix) when the local store lacks it.
+  Result<Restored> RestoreIfMissing(NamespaceId ns, const Prefix& prefix);
+  // Runs `read`; when it is NotFound and the pool restores the snapshot,
+  // again, or `unfilled` on what the pool returned when it could not be
+  // written locally.
+  template <typename F, typename G>
+  auto ReadThrough(NamespaceId ns, const Prefix& prefix, F&& read, G&& unfilled)
+      -> decltype(read());
+  // ReadThrough whose read needs the local copy: when it cannot be written,
+  // the reason.
   template <typename F>
   auto ReadThrough(NamespaceId ns, const Prefix& prefix, F&& read) -> decltype(read());
   void LeaseInPool(LeaseId lease, NamespaceId ns, const Prefix& prefix, uint64_t lease_ms);

@@ -7,14 +7,18 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <mutex>
 #include <set>
 #include <thread>
 
+#include "auxstore/log.h"
 #include "auxstore/metrics.h"
 #include "store/rados/rados_reclaim.h"
 #include "tests/rados/rados_test_env.h"
 #include "tests/rados/shared_pool_fixture.h"
 #include "tests/rados/shared_test_env.h"
+#include "tests/support/tmpfs.h"
 
 namespace auxstore::sharedtest {
 namespace {
@@ -401,6 +405,108 @@ TEST_F(SharedStoreTest, VerifyRepairAndCompactCoverThePool) {
 // default): every snapshot it acknowledged restores byte-exact on another
 // node, the one it was writing is absent or whole, and reclaim takes the
 // orphans and nothing a snapshot uses.
+// A lookup's local copy that cannot be written (its directory's file system
+// full) is reported through the log sink, naming the snapshot and the
+// error, and costs the engine no bytes: the lookup and every byte read after
+// it return the pool's, while the local store, which stopped writing at the
+// failure, refuses what needs a local copy. Reopened with room again, the
+// next lookup writes the copy, and the directory opened without the pool
+// holds it whole. A read-only store (which cannot write a copy) reads the
+// pool's bytes the same way, with no warning.
+TEST_F(SharedStoreTest, ALocalCopyThatCannotBeWrittenIsLoggedAndTheReadsStillReturnThePoolsBytes) {
+  const Conversation conv(17);
+  NamespaceId ns = 0;
+  auto a = OpenWithChain(conv, tmp_.Sub("a"), &ns);
+  ASSERT_TRUE(a);
+  std::string why;
+  auto mnt = testing::TmpfsMount::Mount(tmp_.Sub("small"), 32u << 20, &why);
+  if (!mnt) GTEST_SKIP() << why;
+  std::mutex mu;
+  std::vector<std::string> warnings;
+  Options o;
+  o.shared = uri_;
+  o.background_maintenance = false;
+  o.log_sink = [&](const LogRecord& r) {
+    if (r.level != LogLevel::kWarn || r.source != "auxstore") return;
+    std::lock_guard lock(mu);
+    warnings.emplace_back(r.message);
+  };
+  const auto warned = [&](const std::string& name) {
+    std::lock_guard lock(mu);
+    size_t n = 0;
+    for (const auto& w : warnings)
+      n += w.find(name) != std::string::npos && w.find("not written locally") != std::string::npos;
+    return n;
+  };
+  const std::string dir = mnt->path() + "/b";
+  const std::string filler = mnt->path() + "/filler";
+  const auto chain = conv.Chain(384);
+  const std::string name = conv.PrefixOf(384).ToHex();
+  const auto blobs = conv.Blobs(384);
+  {
+    auto b = Store::Open(o, dir);
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    ASSERT_GT(testing::FillUp(filler), 0u);
+    auto found = (*b)->LongestPrefix(ns, chain);
+    ASSERT_TRUE(found.ok()) << found.status().ToString();
+    EXPECT_EQ(*found, std::optional<size_t>(chain.size() - 1));
+    Status st = conv.Check(**b, ns, 384);  // GetLayer of each layer
+    EXPECT_TRUE(st.ok()) << "read after the lookup, disk full: " << st.ToString();
+    (void)(*b)->Stats();  // after every fill queued before it
+    EXPECT_GE(warned(name), 1u) << "no warning names snapshot " << name;
+    // Every byte read, after the failed copy: each from the pool again.
+    std::vector<std::vector<uint8_t>> got(blobs.size());
+    std::vector<Store::LayerInto> into;
+    for (uint32_t l = 0; l < blobs.size(); ++l) {
+      got[l].assign(blobs[l].size(), 0);
+      into.push_back({l, got[l]});
+    }
+    st = (*b)->ReadLayersInto(ns, conv.PrefixOf(384), into);
+    EXPECT_TRUE(st.ok()) << "ReadLayersInto, disk full: " << st.ToString();
+    for (uint32_t l = 0; l < blobs.size(); ++l) EXPECT_TRUE(got[l] == blobs[l]) << "layer " << l;
+    std::vector<uint8_t> one(blobs[1].size());
+    auto copied = (*b)->ReadLayerInto(ns, conv.PrefixOf(384), 1, one);
+    EXPECT_TRUE(copied.ok() && *copied == blobs[1].size() && one == blobs[1])
+        << copied.status().ToString();
+    std::vector<uint8_t> streamed(blobs[2].size());
+    st = (*b)->ReadLayer(ns, conv.PrefixOf(384), 2, [&](uint64_t at, ByteSpan chunk) {
+      if (at + chunk.size() > streamed.size()) return Status::OutOfRange("past the layer");
+      std::copy(chunk.begin(), chunk.end(), streamed.begin() + at);
+      return Status::Ok();
+    });
+    EXPECT_TRUE(st.ok() && streamed == blobs[2]) << st.ToString();
+    // What needs a local copy says why there is none.
+    auto manifest = (*b)->GetManifest(ns, conv.PrefixOf(384));
+    ASSERT_FALSE(manifest.ok());
+    EXPECT_NE(manifest.status().ToString().find("no local copy"), std::string::npos)
+        << manifest.status().ToString();
+    EXPECT_GE(warned(name), 2u);
+  }
+  std::filesystem::remove(filler);
+  {
+    auto b = Store::Open(o, dir);
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    auto found = (*b)->LongestPrefix(ns, chain);
+    ASSERT_TRUE(found.ok()) << found.status().ToString();
+    EXPECT_EQ(*found, std::optional<size_t>(chain.size() - 1));
+  }
+  {
+    auto local = Store::Open(Options{}, dir);
+    ASSERT_TRUE(local.ok()) << local.status().ToString();
+    const Status st = conv.Check(**local, ns, 384);
+    EXPECT_TRUE(st.ok()) << "the local copy written once there was room: " << st.ToString();
+  }
+  // Read-only: a snapshot it lacks (256 tokens) read from the pool.
+  const size_t before = warned(conv.PrefixOf(256).ToHex());
+  Options ro = o;
+  ro.read_only = true;
+  auto r = Store::Open(ro, dir);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Status st = conv.Check(**r, ns, 256);
+  EXPECT_TRUE(st.ok()) << "read-only store, a snapshot only the pool holds: " << st.ToString();
+  EXPECT_EQ(warned(conv.PrefixOf(256).ToHex()), before);
+}
+
 TEST_F(SharedStoreTest, KilledWriterLosesNothingAcknowledgedAndLeavesNoPartialSnapshot) {
   const char* env = std::getenv("AUXSTORE_SHARED_KILL_CYCLES");
   const int cycles = env ? std::atoi(env) : 10;

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -405,49 +404,6 @@ ScratchDir::ScratchDir(const std::string& tag) {
 
 ScratchDir::~ScratchDir() {
   if (!path_.empty()) RemoveTree(path_);
-}
-
-std::unique_ptr<TmpfsMount> TmpfsMount::Mount(const std::string& mount_point, uint64_t bytes,
-                                              std::string* why) {
-  std::error_code ec;
-  fs::create_directories(mount_point, ec);
-  const std::string opts = "size=" + std::to_string(bytes);
-  if (::mount("tmpfs", mount_point.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str()) != 0) {
-    if (why) {
-      *why = "mount -t tmpfs -o " + opts + " tmpfs " + mount_point +
-             " failed: " + std::strerror(errno);
-    }
-    fs::remove(mount_point, ec);
-    return nullptr;
-  }
-  return std::unique_ptr<TmpfsMount>(new TmpfsMount(mount_point));
-}
-
-TmpfsMount::~TmpfsMount() {
-  if (::umount(path_.c_str()) != 0) ::umount2(path_.c_str(), MNT_DETACH);
-  std::error_code ec;
-  fs::remove(path_, ec);
-}
-
-void TmpfsMount::Clear() {
-  std::error_code ec;
-  for (auto& e : fs::directory_iterator(path_, ec)) fs::remove_all(e.path(), ec);
-}
-
-uint64_t FillUp(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (fd < 0) return 0;
-  std::string block(1 << 16, 'F');
-  for (size_t chunk = block.size(); chunk >= 1; chunk /= 2) {
-    for (;;) {
-      const ssize_t n = ::write(fd, block.data(), chunk);
-      if (n <= 0) break;
-      if (static_cast<size_t>(n) < chunk) break;
-    }
-    if (chunk == 1) break;
-  }
-  ::close(fd);
-  return FileSize(path);
 }
 
 std::string SeedList(const std::vector<uint64_t>& seeds) {

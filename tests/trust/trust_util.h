@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/tmpfs.h"
+
 namespace auxstore::trust {
 
 // ---- paths of the binaries under test (set at build time) ----------------
@@ -138,25 +140,9 @@ class ScratchDir {
   std::string path_;
 };
 
-// A tmpfs mounted for one test; unmounted (and its mount point removed) on
-// destruction, also when the test fails.
-class TmpfsMount {
- public:
-  // nullptr with *why set when mounting is not possible here.
-  static std::unique_ptr<TmpfsMount> Mount(const std::string& mount_point, uint64_t bytes,
-                                           std::string* why);
-  ~TmpfsMount();
-  const std::string& path() const { return path_; }
-  // Removes everything on it.
-  void Clear();
-
- private:
-  explicit TmpfsMount(std::string p) : path_(std::move(p)) {}
-  std::string path_;
-};
-
-// Writes a file until the file system is full (ENOSPC); returns its size.
-uint64_t FillUp(const std::string& path);
+// A tmpfs mounted for one test, and a file filling it (tests/support/tmpfs.h).
+using testing::FillUp;
+using testing::TmpfsMount;
 
 // ---- seeds on command lines ----------------------------------------------------
 std::string SeedList(const std::vector<uint64_t>& seeds);  // "1,2,5"
