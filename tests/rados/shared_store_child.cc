@@ -9,6 +9,11 @@
 //   shared_store_child put URI DIR SEED N...
 //     reads one line from stdin (the start signal), then puts the snapshots
 //     of N tokens in order, printing "acked N" after each one returned OK
+//   shared_store_child lookups URI DIR SEED N...
+//     LongestPrefix over the chain of N tokens, for each N in order (each
+//     restored from the pool, its local copy written behind), printing
+//     "found N" after each; then waits for a line on stdin (the test kills
+//     it meanwhile, local copies still queued)
 //   shared_store_child lease URI DIR SEED N
 //     leases the snapshot of N tokens (restoring it), prints "leased", waits
 //     for a line on stdin, releases it and prints "released"
@@ -72,6 +77,17 @@ int Main(int argc, char** argv) {
       if (Status st = conv.Put(s, *ns, n); !st.ok()) return Fail(st);
       Say("acked " + std::to_string(n));
     }
+    return 0;
+  }
+  if (mode == "lookups") {
+    for (int i = 5; i < argc; ++i) {
+      const uint64_t n = std::strtoull(argv[i], nullptr, 10);
+      auto found = s.LongestPrefix(*ns, conv.Chain(n));
+      if (!found.ok()) return Fail(found.status());
+      const uint64_t tokens = *found ? (**found + 1) * kBlock : 0;
+      Say("found " + std::to_string(tokens));
+    }
+    ReadLine();
     return 0;
   }
   if (mode == "lease") {
