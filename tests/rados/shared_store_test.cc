@@ -508,6 +508,54 @@ TEST_F(SharedStoreTest, ALocalCopyThatCannotBeWrittenIsLoggedAndTheReadsStillRet
   EXPECT_EQ(warned(conv.PrefixOf(256).ToHex()), before);
 }
 
+// A put whose local commit fails after its pages went ahead to the pool (a
+// full local disk) returns the error and names nothing in the pool: no
+// other node finds the snapshot; its pages are orphans, and the reclaim
+// that compact runs removes exactly them after the grace, every page a
+// manifest names kept.
+TEST_F(SharedStoreTest, APutWhoseLocalCommitFailsLeavesOnlyOrphansThatReclaimRemoves) {
+  const Conversation conv(29);
+  NamespaceId ns = 0;
+  auto a = OpenWithChain(conv, tmp_.Sub("a"), &ns);
+  ASSERT_TRUE(a);
+  std::string why;
+  auto mnt = testing::TmpfsMount::Mount(tmp_.Sub("full"), 32u << 20, &why);
+  if (!mnt) GTEST_SKIP() << why;
+  const Conversation other(31);
+  const std::set<std::string> before = PageObjects();
+  {
+    NamespaceId other_ns = 0;
+    auto b = OpenRegistered(other, mnt->path() + "/b", &other_ns);
+    ASSERT_TRUE(b);
+    ASSERT_GT(testing::FillUp(mnt->path() + "/filler"), 0u);
+    const Status st = other.Put(*b, other_ns, 384);
+    ASSERT_FALSE(st.ok()) << "a put on a full disk returned OK";
+  }
+  std::set<std::string> orphans;
+  for (const auto& page : PageObjects())
+    if (!before.contains(page)) orphans.insert(page);
+  auto c = Open(tmp_.Sub("c"));
+  ASSERT_TRUE(c);
+  auto other_ns = c->RegisterNamespace(other.spec());
+  ASSERT_TRUE(other_ns.ok()) << other_ns.status().ToString();
+  auto found = c->LongestPrefix(*other_ns, other.Chain(384));
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  EXPECT_FALSE(found->has_value()) << "the failed put's snapshot is visible on another node";
+
+  rados::RadosReclaim reclaim(*conn_);
+  const auto grace = std::chrono::seconds(3 * kOpTimeoutMs / 1000);
+  std::this_thread::sleep_for(grace + 1s);
+  auto listing = reclaim.ListReclaimable(grace);
+  ASSERT_TRUE(listing.ok()) << listing.status().ToString();
+  EXPECT_EQ(listing->reclaimable.size(), orphans.size());
+  auto removed = reclaim.Reclaim(listing->reclaimable);
+  ASSERT_TRUE(removed.ok()) << removed.status().ToString();
+  std::printf("MEASURED a put failed on a full disk: %zu orphan pages in the pool, %zu reclaimed\n",
+              orphans.size(), *removed);
+  EXPECT_EQ(PageObjects(), before);
+  EXPECT_TRUE(conv.Check(*c, ns, 384).ok());
+}
+
 // A process killed while the local copies of its lookups are still queued
 // on the fill thread loses only those copies: its directory, opened without
 // the pool, holds each snapshot whole or not at all, and opened with the
