@@ -21,10 +21,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <string_view>
 #include <set>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -288,8 +288,8 @@ class DbStore final : public Store {
                                  const std::shared_ptr<const Manifest>& manifest, uint32_t layer,
                                  std::span<uint8_t> dst,
                                  const std::shared_ptr<PieceReader>& records);
-  // ReadLayersInto after its manifest read, its records through `records`
-  // (null: a reader of its own).
+  // ReadLayersInto after its manifest read (and its touch), its records
+  // through `records` (null: a reader of its own).
   Status ReadLayersOf(NamespaceId ns, const Prefix& prefix,
                       std::shared_ptr<const Manifest> manifest, std::span<LayerInto> layers,
                       std::shared_ptr<PieceReader> records = nullptr);

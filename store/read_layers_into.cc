@@ -30,6 +30,12 @@ void FailRest(std::span<Store::LayerInto> layers, size_t from, const Status& why
 // Whether an error ends the reads of the snapshot's other layers.
 bool EndsSnapshot(const Status& st) { return st.IsNotFound() || st.IsCorruption(); }
 
+// Whether the read is a hit: a layer it asks for is in the manifest.
+bool AsksForAny(const Manifest& m, std::span<const Store::LayerInto> layers) {
+  return std::any_of(layers.begin(), layers.end(),
+                     [&](const Store::LayerInto& l) { return m.FindLayer(l.layer) != nullptr; });
+}
+
 }  // namespace
 
 Status Store::ReadLayersInto(NamespaceId ns, const Prefix& prefix, std::span<LayerInto> layers) {
@@ -87,16 +93,13 @@ Status DbStore::ReadLayersInto(NamespaceId ns, const Prefix& prefix, std::span<L
     FailRest(layers, 0, loaded.status());
     return layers[0].status;
   }
+  if (AsksForAny(*loaded, layers)) Touch(ns, prefix);
   return ReadLayersOf(ns, prefix, std::make_shared<const Manifest>(std::move(*loaded)), layers);
 }
 
 Status DbStore::ReadLayersOf(NamespaceId ns, const Prefix& prefix,
                              std::shared_ptr<const Manifest> manifest, std::span<LayerInto> layers,
                              std::shared_ptr<PieceReader> records) {
-  if (std::any_of(layers.begin(), layers.end(),
-                  [&](const LayerInto& l) { return manifest->FindLayer(l.layer) != nullptr; })) {
-    Touch(ns, prefix);
-  }
   if (!records) records = NewPieceReader(ns, ReadMode{});
   Status first;
   for (size_t i = 0; i < layers.size(); ++i) {
@@ -134,6 +137,8 @@ void DbStore::ReadSnapshotsInto(std::span<SnapshotInto> snapshots) {
   // instructions). A chain's snapshots read from many owners in turn and
   // keep an iterator per owner.
   std::map<NamespaceId, std::shared_ptr<PieceReader>> across;
+  // The hits' recency, under one lock of the index for the whole batch.
+  std::vector<std::string> hits;
   for (size_t i = 0; i < snapshots.size(); ++i) {
     SnapshotInto& s = snapshots[i];
     if (s.layers.empty()) continue;
@@ -149,9 +154,11 @@ void DbStore::ReadSnapshotsInto(std::span<SnapshotInto> snapshots) {
       if (!shared) shared = NewPieceReader(s.ns, ReadMode{}, /*across_puts=*/true);
       records = shared;
     }
+    if (AsksForAny(*m, s.layers)) hits.push_back(std::move(keys[i]));
     (void)ReadLayersOf(s.ns, s.prefix, std::make_shared<const Manifest>(std::move(*m)), s.layers,
                        std::move(records));
   }
+  index_.TouchedAll(hits, NowUnixMs());
 }
 
 }  // namespace store_internal

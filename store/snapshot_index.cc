@@ -54,12 +54,18 @@ void SnapshotIndex::Removed(const std::string& key) {
 }
 
 void SnapshotIndex::Touched(const std::string& key, int64_t now_ms) {
+  TouchedAll(std::span(&key, 1), now_ms);
+}
+
+void SnapshotIndex::TouchedAll(std::span<const std::string> keys, int64_t now_ms) {
   std::lock_guard lock(mu_);
-  auto it = entries_.find(key);
-  if (it == entries_.end()) return;
-  it->second.last_access_ms = std::max(it->second.last_access_ms, now_ms);
-  it->second.stamp = next_stamp_++;
-  dirty_.insert(key);
+  for (const std::string& key : keys) {
+    auto it = entries_.find(key);
+    if (it == entries_.end()) continue;
+    it->second.last_access_ms = std::max(it->second.last_access_ms, now_ms);
+    it->second.stamp = next_stamp_++;
+    dirty_.insert(key);
+  }
 }
 
 void SnapshotIndex::FinishLoad(std::unordered_map<std::string, IndexEntry> loaded,

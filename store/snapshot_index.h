@@ -42,6 +42,9 @@ class SnapshotIndex {
   void Added(const std::string& key, const IndexEntry& e);
   void Removed(const std::string& key);
   void Touched(const std::string& key, int64_t now_ms);
+  // Touched for each key under one lock (a batched read's snapshots: its
+  // pool threads would otherwise take turns on the lock once a snapshot).
+  void TouchedAll(std::span<const std::string> keys, int64_t now_ms);
 
   // Merges what the background loader found; keys added or removed by this
   // handle while it ran keep their newer state. `unreadable`: manifests the
