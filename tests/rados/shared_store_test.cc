@@ -514,14 +514,13 @@ TEST_F(SharedStoreTest, ALocalCopyThatCannotBeWrittenIsLoggedAndTheReadsStillRet
 // that compact runs removes exactly them after the grace, every page a
 // manifest names kept.
 TEST_F(SharedStoreTest, APutWhoseLocalCommitFailsLeavesOnlyOrphansThatReclaimRemoves) {
-  const Conversation conv(29);
-  NamespaceId ns = 0;
-  auto a = OpenWithChain(conv, tmp_.Sub("a"), &ns);
-  ASSERT_TRUE(a);
   std::string why;
   auto mnt = testing::TmpfsMount::Mount(tmp_.Sub("full"), 32u << 20, &why);
   if (!mnt) GTEST_SKIP() << why;
-  const Conversation other(31);
+  const Conversation conv(29), other(31);
+  NamespaceId ns = 0;
+  auto a = OpenWithChain(conv, tmp_.Sub("a"), &ns);  // pages a manifest names
+  ASSERT_TRUE(a);
   const std::set<std::string> before = PageObjects();
   {
     NamespaceId other_ns = 0;
