@@ -18,10 +18,14 @@ Result<std::vector<LayerBuffer>> TieredStore::Fetch(const SharedRecord& r) {
   }
   // Leased in the pool while its pages are read: no erase removes the record
   // (and so no compact its pages) under us. NotFound: erased meanwhile.
+  // Released on lease_thread_, not waited for (a round trip of each restore;
+  // a release lost with the process expires).
   const uint64_t lease_ms = 4 * tier_->op_timeout().count();
   AUXSTORE_RETURN_IF_ERROR(tier_->TakeLease(r.ns, r.prefix, lease_ms));
   auto layers = tier_->ReadLayers(r);
-  (void)tier_->ReleaseLease(r.ns, r.prefix);
+  boost::asio::post(lease_thread_, [this, ns = r.ns, prefix = r.prefix] {
+    (void)tier_->ReleaseLease(ns, prefix);
+  });
   return layers;
 }
 

@@ -44,6 +44,7 @@ TieredStore::~TieredStore() {
   // The local copies queued behind lookups are written (a thread_pool's
   // destructor would drop the ones not started).
   fill_thread_.join();
+  lease_thread_.join();  // the releases of the restores (and fills) before
   // Queued uploads get one more try each; what still fails is lost from the
   // pool (it stays in the local store), as Flush() would have reported.
   if (queue_) (void)queue_->Flush();
@@ -127,7 +128,8 @@ Status TieredStore::Upload(NamespaceId ns, const Prefix& prefix, std::span<const
 Status TieredStore::Erase(NamespaceId ns, const Prefix& prefix) {
   if (queue_) queue_->Drop(ns, prefix);
   // The pool first: while another node's lease holds the record, nothing
-  // is erased anywhere (Busy).
+  // is erased anywhere (Busy). This node's own lease does not block it (a
+  // restore's release still queued finds the record gone: NotFound, fine).
   AUXSTORE_RETURN_IF_ERROR(tier_->Erase(ns, prefix));
   return Local().Erase(ns, prefix);
 }

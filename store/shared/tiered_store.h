@@ -182,9 +182,12 @@ class TieredStore final : public Store {
   // fill_thread_: the local copies of restores (a batch's, waited for by
   // its call; a lookup's, written behind and joined by the destructor).
   // upload_threads_: the page uploads of kThrough puts beside their local
-  // commits. Last, so that they are joined before the stores go.
+  // commits. lease_thread_: the pool leases of restores released, in order,
+  // without the restore waiting; the destructor waits for them.
+  // Last, so that they are joined before the stores go.
   boost::asio::thread_pool fill_thread_{1};
   boost::asio::thread_pool upload_threads_{2};
+  boost::asio::thread_pool lease_thread_{1};
 };
 
 }  // namespace auxstore::shared
