@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
@@ -79,6 +80,21 @@ struct auxstore_host_read_t {
   std::vector<std::shared_ptr<auxstore_host_buffer_t>> buffers;  // distinct, each counted once
   std::atomic<bool> cancelled{false};
 
+  // The jobs not yet claimed. Each pool task claims one, and so does a
+  // caller waiting for the whole read (auxstore_host_read_wait), which runs
+  // what is left on its own thread instead of sleeping while a pool thread
+  // wakes up: on a VM a sleeping vCPU woke late, and one pool thread ran a
+  // small batch's two jobs one after the other (bench/RESULTS.md, issue 24).
+  // Shared with the pool tasks: one that finds every job claimed touches
+  // only this, never the read, which may be gone by then.
+  struct JobClaims {
+    std::atomic<size_t> next{0};
+    size_t count = 0;
+    // The next unclaimed job, or count when none is left.
+    size_t Claim() { return std::min(next.fetch_add(1), count); }
+  };
+  std::shared_ptr<JobClaims> claims = std::make_shared<JobClaims>();
+
   mutable std::mutex mu;
   std::condition_variable cv;
   size_t pending = 0;
@@ -88,6 +104,25 @@ struct auxstore_host_read_t {
   size_t partial_waiters = 0;
 
   void Run(size_t job);
+  // Claims and runs the next job: false when none was left.
+  bool RunNext() {
+    const size_t job = claims->Claim();
+    if (job == claims->count) return false;
+    Run(job);
+    return true;
+  }
+  // Posts a pool task per job; each runs the next unclaimed one, if any.
+  // (`r` is used only for a claimed job, whose targets the read's release
+  // waits for.)
+  void Post(boost::asio::thread_pool& pool) {
+    claims->count = jobs.size();
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      boost::asio::post(pool, [r = this, c = claims] {
+        const size_t job = c->Claim();
+        if (job < c->count) r->Run(job);
+      });
+    }
+  }
   // Marks targets done (a job's all under one lock), then wakes the waiters
   // whose wait may be over.
   struct Done {
@@ -399,7 +434,7 @@ int auxstore_host_read_start(auxstore_t* db, const auxstore_host_read_target_t* 
     boost::asio::thread_pool& pool = HostPool(*d);
     auxstore_host_read_t* r = read.get();
     *out = auxstore::capi::NewHandle(std::move(read));
-    for (size_t j = 0; j < r->jobs.size(); ++j) boost::asio::post(pool, [r, j] { r->Run(j); });
+    r->Post(pool);
     return Status::Ok();
   });
 }
@@ -423,7 +458,7 @@ int auxstore_host_put_start_ex(auxstore_t* db, const auxstore_host_put_t* snapsh
     boost::asio::thread_pool& pool = HostPool(*d);
     auxstore_host_read_t* r = read.get();
     *out = auxstore::capi::NewHandle(std::move(read));
-    for (size_t j = 0; j < r->jobs.size(); ++j) boost::asio::post(pool, [r, j] { r->Run(j); });
+    r->Post(pool);
     return Status::Ok();
   });
 }
@@ -482,6 +517,8 @@ int auxstore_host_read_wait_snapshot(auxstore_host_read_t* read, uint64_t ns,
 int auxstore_host_read_wait(auxstore_host_read_t* read, char** errmsg) {
   return Guard(__func__, errmsg, [&]() -> Status {
     AUXSTORE_ASSIGN_OR_RETURN(const auto r, LiveRead(read));
+    while (r->RunNext()) {
+    }
     r->WaitAll();
     std::lock_guard lock(r->mu);
     for (const auto& t : r->targets) {

@@ -895,7 +895,9 @@ int auxstore_host_read_wait_target(auxstore_host_read_t* read, size_t i, size_t*
  * AUXSTORE_INVALID_ARGUMENT when no target reads that snapshot. */
 int auxstore_host_read_wait_snapshot(auxstore_host_read_t* read, uint64_t ns,
                                      const uint8_t prefix[16], char** errmsg);
-/* Waits for every target: AUXSTORE_OK, or the first failed target's error. */
+/* Waits for every target: AUXSTORE_OK, or the first failed target's error.
+ * The calling thread runs the parts of the read no pool thread has started
+ * yet (rather than sleeping while one wakes up). */
 int auxstore_host_read_wait(auxstore_host_read_t* read, char** errmsg);
 /* A snapshot: its namespace and prefix. */
 typedef struct auxstore_snapshot_ref_t {

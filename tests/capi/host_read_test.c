@@ -475,6 +475,58 @@ static void test_puts_from_registered_memory(void) {
 
 /* ---- a damaged table file: that layer fails, the others read ---------------------- */
 
+/* auxstore_host_read_wait runs what no pool thread has started: with both
+ * of the handle's pool threads on 32 MiB puts, a small read waited for is
+ * done (every byte) while none of the puts is. (Before, its job queued
+ * behind them: it finished only after one of them had.) */
+static void test_wait_runs_what_the_pool_has_not_started(void) {
+  enum { big_puts = 2 };
+  const size_t big = (size_t)32 << 20;
+  uint8_t* src = malloc(big * big_puts);
+  for (size_t b = 0; b < big * big_puts; ++b) src[b] = (uint8_t)(b * 7 + (b >> 12));
+  auxstore_host_buffer_t* hb = NULL;
+  CHECK_OK(auxstore_register_host_buffer(g_db, src, big * big_puts, &hb, &err));
+  auxstore_host_layer_t hl[big_puts];
+  auxstore_host_put_t puts[big_puts];
+  for (uint32_t s = 0; s < big_puts; ++s) {
+    hl[s] = (auxstore_host_layer_t){0, AUXSTORE_KIND_OPAQUE, hb, s * big, big};
+    puts[s].ns = g_ns;
+    prefix_of(300 + s, puts[s].prefix);
+    puts[s].token_count = 64;
+    puts[s].n_layers = 1;
+    puts[s].layers = &hl[s];
+  }
+  put_snapshot(310, kLayers, layer_size);
+  size_t at = 0;
+  auxstore_host_read_target_t t[kLayers];
+  for (uint32_t l = 0; l < kLayers; ++l) {
+    t[l] = (auxstore_host_read_target_t){g_ns, {0}, l, NULL, at, layer_size(310, l)};
+    prefix_of(310, t[l].prefix);
+    at += layer_size(310, l);
+  }
+  uint8_t* dst = malloc(at);
+  memset(dst, kFill, at);
+  auxstore_host_buffer_t* db = NULL;
+  CHECK_OK(auxstore_register_host_buffer(g_db, dst, at, &db, &err));
+  for (uint32_t l = 0; l < kLayers; ++l) t[l].buffer = db;
+
+  auxstore_host_read_t* puts_read = NULL;
+  auxstore_host_read_t* small = NULL;
+  CHECK_OK(auxstore_host_put_start(g_db, puts, big_puts, &puts_read, &err));
+  CHECK_OK(auxstore_host_read_start(g_db, t, kLayers, &small, &err));
+  CHECK_OK(auxstore_host_read_wait(small, &err));
+  for (size_t i = 0; i < big_puts; ++i) CHECK(auxstore_host_read_target_done(puts_read, i) == 0);
+  const uint32_t snap[kLayers] = {310, 310, 310, 310};
+  check_buffer(dst, at, t, snap, kLayers);
+  CHECK_OK(auxstore_host_read_wait(puts_read, &err));
+  auxstore_host_read_release(small);
+  auxstore_host_read_release(puts_read);
+  CHECK_OK(auxstore_unregister_host_buffer(db, &err));
+  CHECK_OK(auxstore_unregister_host_buffer(hb, &err));
+  free(dst);
+  free(src);
+}
+
 static size_t big_size(uint32_t s, uint32_t l) {
   (void)s;
   (void)l;
@@ -590,6 +642,7 @@ int main(void) {
     test_bounds_refusals();
     test_target_errors_stop_no_other();
     test_puts_from_registered_memory();
+    test_wait_runs_what_the_pool_has_not_started();
     test_same_prefix_in_two_namespaces();
     test_cancel_and_close_under_a_read();
   }
