@@ -6,6 +6,7 @@
 // pass as the copy and the layer digest.
 #include "auxstore/layer_reader.h"
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_future.hpp>
 #include <cstring>
@@ -27,6 +28,11 @@ namespace {
 
 std::string Where(NamespaceId ns, const Prefix& prefix) {
   return "prefix " + prefix.ToHex() + " in namespace " + NamespaceHex(ns);
+}
+
+Status NoLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer) {
+  return Status::NotFound("snapshot of " + Where(ns, prefix) + " has no layer " +
+                          std::to_string(layer));
 }
 
 }  // namespace
@@ -365,14 +371,37 @@ Result<std::unique_ptr<LayerReader>> DbStore::OpenCursor(NamespaceId ns, const P
                                                          std::shared_ptr<const Manifest> manifest,
                                                          uint32_t layer, ReadMode mode,
                                                          std::shared_ptr<PieceReader> records) {
-  if (manifest->FindLayer(layer) == nullptr) {
-    return Status::NotFound("snapshot of " + Where(ns, prefix) + " has no layer " +
-                            std::to_string(layer));
-  }
+  if (manifest->FindLayer(layer) == nullptr) return NoLayer(ns, prefix, layer);
   auto cursor = std::make_unique<LayerCursor>(*this, ns, prefix, std::move(manifest), layer, mode,
                                               std::move(records));
   AUXSTORE_RETURN_IF_ERROR(cursor->Start());
   return std::unique_ptr<LayerReader>(std::move(cursor));
+}
+
+// ReadLayerInto's and ReadLayersInto's copy of one layer into `dst`: its
+// cursor on the stack (a connector's small page reads four layers; an
+// allocation each was measurable, bench/RESULTS.md issue 24).
+Result<uint64_t> DbStore::CopyLayerInto(NamespaceId ns, const Prefix& prefix,
+                                        const std::shared_ptr<const Manifest>& manifest,
+                                        uint32_t layer, std::span<uint8_t> dst,
+                                        const std::shared_ptr<PieceReader>& records) {
+  const LayerEntry* entry = manifest->FindLayer(layer);
+  if (entry == nullptr) return NoLayer(ns, prefix, layer);
+  if (dst.size() < entry->bytes) {
+    return Status::OutOfRange("layer " + std::to_string(layer) + " of " + Where(ns, prefix) +
+                              " is " + std::to_string(entry->bytes) +
+                              " bytes; the destination holds " + std::to_string(dst.size()));
+  }
+  ReadMode mode;
+  mode.digest_first = true;  // the bytes land in `dst` only: one hash pass
+  LayerCursor reader(*this, ns, prefix, manifest, layer, mode, records);
+  AUXSTORE_RETURN_IF_ERROR(reader.Start());
+  std::copy(entry->header.begin(), entry->header.end(), dst.begin());
+  while (!reader.done()) {
+    const uint64_t at = reader.pieces()[reader.next()].blob_offset;
+    AUXSTORE_RETURN_IF_ERROR(reader.ReadInto(dst.subspan(at)).status());
+  }
+  return entry->bytes;
 }
 
 Result<std::unique_ptr<LayerReader>> DbStore::OpenLayer(NamespaceId ns, const Prefix& prefix,

@@ -63,29 +63,6 @@ void Store::ReadSnapshotsInto(std::span<SnapshotInto> snapshots) {
 
 namespace store_internal {
 
-Result<uint64_t> DbStore::CopyLayerInto(NamespaceId ns, const Prefix& prefix,
-                                        const std::shared_ptr<const Manifest>& manifest,
-                                        uint32_t layer, std::span<uint8_t> dst,
-                                        const std::shared_ptr<PieceReader>& records) {
-  const LayerEntry* entry = manifest->FindLayer(layer);
-  if (entry && dst.size() < entry->bytes) {
-    return Status::OutOfRange("layer " + std::to_string(layer) + " of prefix " + prefix.ToHex() +
-                              " in namespace " + NamespaceHex(ns) + " is " +
-                              std::to_string(entry->bytes) + " bytes; the destination holds " +
-                              std::to_string(dst.size()));
-  }
-  ReadMode mode;
-  mode.digest_first = true;  // the bytes land in `dst` only: one hash pass
-  AUXSTORE_ASSIGN_OR_RETURN(auto reader, OpenCursor(ns, prefix, manifest, layer, mode, records));
-  const std::vector<uint8_t>& header = reader->entry().header;
-  std::copy(header.begin(), header.end(), dst.begin());
-  while (!reader->done()) {
-    const uint64_t at = reader->pieces()[reader->next()].blob_offset;
-    AUXSTORE_RETURN_IF_ERROR(reader->ReadInto(dst.subspan(at)).status());
-  }
-  return reader->entry().bytes;
-}
-
 Status DbStore::ReadLayersInto(NamespaceId ns, const Prefix& prefix, std::span<LayerInto> layers) {
   if (layers.empty()) return Status::Ok();
   auto loaded = LoadManifest(ns, prefix);
