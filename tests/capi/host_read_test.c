@@ -78,6 +78,15 @@ static void check_buffer(const uint8_t* buf, size_t size, const auxstore_host_re
   free(covered);
 }
 
+/* A buffer of `size` bytes of kFill, registered with the store as *hb. */
+static uint8_t* new_registered(size_t size, auxstore_host_buffer_t** hb) {
+  uint8_t* buf = malloc(size);
+  memset(buf, kFill, size);
+  *hb = NULL;
+  CHECK_OK(auxstore_register_host_buffer(g_db, buf, size, hb, &err));
+  return buf;
+}
+
 /* ---- many snapshots, one handle ------------------------------------------------- */
 
 static void test_many_snapshots_in_one_handle(void) {
@@ -99,10 +108,8 @@ static void test_many_snapshots_in_one_handle(void) {
     }
   }
   const size_t size = at;
-  uint8_t* buf = malloc(size);
-  memset(buf, kFill, size);
   auxstore_host_buffer_t* hb = NULL;
-  CHECK_OK(auxstore_register_host_buffer(g_db, buf, size, &hb, &err));
+  uint8_t* buf = new_registered(size, &hb);
   for (size_t i = 0; i < n; ++i) t[i].buffer = hb;
 
   auxstore_host_read_t* r = NULL;
@@ -504,10 +511,8 @@ static void test_wait_runs_what_the_pool_has_not_started(void) {
     prefix_of(310, t[l].prefix);
     at += layer_size(310, l);
   }
-  uint8_t* dst = malloc(at);
-  memset(dst, kFill, at);
   auxstore_host_buffer_t* db = NULL;
-  CHECK_OK(auxstore_register_host_buffer(g_db, dst, at, &db, &err));
+  uint8_t* dst = new_registered(at, &db);
   for (uint32_t l = 0; l < kLayers; ++l) t[l].buffer = db;
 
   auxstore_host_read_t* puts_read = NULL;
