@@ -18,14 +18,11 @@ Result<std::vector<LayerBuffer>> TieredStore::Fetch(const SharedRecord& r) {
   }
   // Leased in the pool while its pages are read: no erase removes the record
   // (and so no compact its pages) under us. NotFound: erased meanwhile.
-  // Released on lease_thread_, not waited for (a round trip of each restore;
-  // a release lost with the process expires).
+  // Released behind, not waited for (a round trip of each restore).
   const uint64_t lease_ms = 4 * tier_->op_timeout().count();
-  AUXSTORE_RETURN_IF_ERROR(tier_->TakeLease(r.ns, r.prefix, lease_ms));
+  AUXSTORE_RETURN_IF_ERROR(TakePoolLease(r.ns, r.prefix, lease_ms));
   auto layers = tier_->ReadLayers(r);
-  boost::asio::post(lease_thread_, [this, ns = r.ns, prefix = r.prefix] {
-    (void)tier_->ReleaseLease(ns, prefix);
-  });
+  ReleasePoolLeaseBehind(r.ns, r.prefix);
   return layers;
 }
 
@@ -138,28 +135,44 @@ auto TieredStore::ReadThrough(NamespaceId ns, const Prefix& prefix, F&& read, G&
   if (r.ok() || r.status().code() != StatusCode::kNotFound) return r;
   auto restored = RestoreIfMissing(ns, prefix);
   if (!restored.ok()) return restored.status();
-  if (restored->unfilled) return unfilled(*restored->unfilled);
+  if (restored->unfilled) return unfilled(*restored);
   return restored->local ? read() : r;
 }
 
 template <typename F>
 auto TieredStore::ReadThrough(NamespaceId ns, const Prefix& prefix, F&& read) -> decltype(read()) {
-  auto r = read();
-  if (r.ok() || r.status().code() != StatusCode::kNotFound) return r;
-  auto restored = RestoreIfMissing(ns, prefix);
-  if (!restored.ok()) return restored.status();
-  if (restored->unfilled) {
-    return restored->why.WithContext("snapshot " + prefix.ToHex() + " of RADOS pool '" +
-                                     tier_->pool() + "' has no local copy, and none was written");
+  return ReadThrough(ns, prefix, read, [&](const Restored& got) -> decltype(read()) {
+    return got.why.WithContext("snapshot " + prefix.ToHex() + " of RADOS pool '" + tier_->pool() +
+                               "' has no local copy, and none was written");
+  });
+}
+
+Status TieredStore::TakePoolLease(NamespaceId ns, const Prefix& prefix, uint64_t lease_ms) {
+  {
+    std::unique_lock lock(releasing_mu_);
+    releasing_cv_.wait(lock, [&] { return !releasing_.contains({ns, prefix}); });
   }
-  return restored->local ? read() : r;
+  return tier_->TakeLease(ns, prefix, lease_ms);
+}
+
+void TieredStore::ReleasePoolLeaseBehind(NamespaceId ns, const Prefix& prefix) {
+  {
+    std::lock_guard lock(releasing_mu_);
+    releasing_.insert({ns, prefix});
+  }
+  boost::asio::post(lease_thread_, [this, ns, prefix] {
+    (void)tier_->ReleaseLease(ns, prefix);  // one lost with the process expires
+    std::lock_guard lock(releasing_mu_);
+    releasing_.erase(releasing_.find({ns, prefix}));
+    releasing_cv_.notify_all();
+  });
 }
 
 void TieredStore::LeaseInPool(LeaseId lease, NamespaceId ns, const Prefix& prefix,
                               uint64_t lease_ms) {
   // NotFound: the snapshot is only local (not uploaded yet, or its upload
   // queued); the local lease still holds it here.
-  if (!tier_->TakeLease(ns, prefix, lease_ms).ok()) return;
+  if (!TakePoolLease(ns, prefix, lease_ms).ok()) return;
   std::lock_guard lock(leases_mu_);
   leases_[lease] = {ns, prefix};
 }
@@ -271,8 +284,8 @@ Status TieredStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t lay
         AUXSTORE_RETURN_IF_ERROR(Local().ReadLayer(ns, prefix, layer, sink));
         return true;
       },
-      [&](const PendingFill& p) -> Result<bool> {
-        AUXSTORE_ASSIGN_OR_RETURN(auto bytes, PendingLayer(p, layer));
+      [&](const Restored& got) -> Result<bool> {
+        AUXSTORE_ASSIGN_OR_RETURN(auto bytes, PendingLayer(*got.unfilled, layer));
         AUXSTORE_RETURN_IF_ERROR(sink(0, bytes));
         return true;
       });
@@ -281,16 +294,14 @@ Status TieredStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t lay
 
 Result<std::vector<uint8_t>> TieredStore::GetLayer(NamespaceId ns, const Prefix& prefix,
                                                    uint32_t layer) {
-  if (auto pending = PendingOf(ns, prefix)) {
-    AUXSTORE_ASSIGN_OR_RETURN(auto bytes, PendingLayer(*pending, layer));
+  const auto copy_of = [&](const PendingFill& p) -> Result<std::vector<uint8_t>> {
+    AUXSTORE_ASSIGN_OR_RETURN(auto bytes, PendingLayer(p, layer));
     return std::vector<uint8_t>(bytes.begin(), bytes.end());
-  }
+  };
+  if (auto pending = PendingOf(ns, prefix)) return copy_of(*pending);
   return ReadThrough(
       ns, prefix, [&] { return Local().GetLayer(ns, prefix, layer); },
-      [&](const PendingFill& p) -> Result<std::vector<uint8_t>> {
-        AUXSTORE_ASSIGN_OR_RETURN(auto bytes, PendingLayer(p, layer));
-        return std::vector<uint8_t>(bytes.begin(), bytes.end());
-      });
+      [&](const Restored& got) { return copy_of(*got.unfilled); });
 }
 
 Result<std::unique_ptr<LayerReader>> TieredStore::OpenLayer(NamespaceId ns, const Prefix& prefix,
@@ -305,7 +316,7 @@ Result<uint64_t> TieredStore::ReadLayerInto(NamespaceId ns, const Prefix& prefix
   if (auto pending = PendingOf(ns, prefix)) return CopyPending(*pending, layer, dst);
   return ReadThrough(
       ns, prefix, [&] { return Local().ReadLayerInto(ns, prefix, layer, dst); },
-      [&](const PendingFill& p) { return CopyPending(p, layer, dst); });
+      [&](const Restored& got) { return CopyPending(*got.unfilled, layer, dst); });
 }
 
 Status TieredStore::ReadLayersInto(NamespaceId ns, const Prefix& prefix,

@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -157,7 +158,7 @@ class TieredStore final : public Store {
   // Restores (ns, prefix) when the local store lacks it.
   Result<Restored> RestoreIfMissing(NamespaceId ns, const Prefix& prefix);
   // Runs `read`; when it is NotFound and the pool restores the snapshot,
-  // again, or `unfilled` on what the pool returned when it could not be
+  // again, or `unfilled(restored)` when the pool's snapshot could not be
   // written locally.
   template <typename F, typename G>
   auto ReadThrough(NamespaceId ns, const Prefix& prefix, F&& read, G&& unfilled)
@@ -167,6 +168,12 @@ class TieredStore final : public Store {
   template <typename F>
   auto ReadThrough(NamespaceId ns, const Prefix& prefix, F&& read) -> decltype(read());
   void LeaseInPool(LeaseId lease, NamespaceId ns, const Prefix& prefix, uint64_t lease_ms);
+  // This node's lease on a pool record, taken once a release of the same
+  // record queued behind (ReleasePoolLeaseBehind) is done: both name this
+  // node as holder, so a release running after the take would drop it.
+  Status TakePoolLease(NamespaceId ns, const Prefix& prefix, uint64_t lease_ms);
+  // Releases this node's lease on lease_thread_, without waiting.
+  void ReleasePoolLeaseBehind(NamespaceId ns, const Prefix& prefix);
 
   Options options_;
   std::unique_ptr<Store> local_;
@@ -177,6 +184,9 @@ class TieredStore final : public Store {
   std::map<FillKey, std::shared_ptr<const PendingFill>> pending_;
   uint64_t pending_bytes_ = 0;
   std::atomic<uint64_t> fills_behind_{0};  // queued and not yet written
+  std::mutex releasing_mu_;
+  std::condition_variable releasing_cv_;  // a release behind done
+  std::multiset<FillKey> releasing_;      // releases behind not yet done
   std::mutex leases_mu_;
   std::map<LeaseId, std::pair<NamespaceId, Prefix>> leases_;  // leases also held in the pool
   // fill_thread_: the local copies of restores (a batch's, waited for by
