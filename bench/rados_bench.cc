@@ -67,7 +67,7 @@ struct RunFigures {
   double raw_read = 0;   // aio reads into librados's buffers, nothing copied or checked
   double read_into = 0;  // ReadPagesInto: into the caller's (staging) buffers, checked
   double store_put = -1, store_restore = -1, store_batch_restore = -1;  // -1: not built
-  double store_into = -1, store_into_settled = -1;
+  double store_into = -1, store_into_settled = -1, store_batch_settled = -1;
 };
 
 // Runs `cmd`; the number after "Bandwidth (MB/sec):" in its output (MiB/s);
@@ -186,6 +186,7 @@ bool RunOnce(const Options& o, const RadosUri& uri, int run, RunFigures& f) {
   f.store_put = store->put_mib_s;
   f.store_restore = store->restore_mib_s;
   f.store_batch_restore = store->batch_restore_mib_s;
+  f.store_batch_settled = store->batch_restore_settled_mib_s;
   f.store_into = store->restore_into_mib_s;
   f.store_into_settled = store->restore_into_settled_mib_s;
 #endif
@@ -225,11 +226,12 @@ int Main(const Options& o) {
     if (f.store_put >= 0) {
       std::printf(
           "run %d, store level: PutSnapshot %.1f (%.2fx bench write), cold restore %.1f (%.2fx "
-          "bench seq), batched %.1f (%.2fx), into memory %.1f (%.2fx; local copies written "
-          "%.2fx) MiB/s\n",
+          "bench seq), batched into memory %.1f (%.2fx; local copies written %.2fx), into "
+          "memory %.1f (%.2fx; local copies written %.2fx) MiB/s\n",
           r + 1, f.store_put, f.store_put / f.bench_write, f.store_restore,
           f.store_restore / f.bench_seq, f.store_batch_restore, f.store_batch_restore / f.bench_seq,
-          f.store_into, f.store_into / f.bench_seq, f.store_into_settled / f.bench_seq);
+          f.store_batch_settled / f.bench_seq, f.store_into, f.store_into / f.bench_seq,
+          f.store_into_settled / f.bench_seq);
       sinto.push_back(f.store_into), sinto_ratio.push_back(f.store_into / f.bench_seq);
       sput.push_back(f.store_put), sput_ratio.push_back(f.store_put / f.bench_write);
       srestore.push_back(f.store_restore), srestore_ratio.push_back(f.store_restore / f.bench_seq);
@@ -256,7 +258,7 @@ int Main(const Options& o) {
     show("store put / bench write", sput_ratio, "");
     show("store cold restore", srestore, "MiB/s");
     show("restore / bench seq", srestore_ratio, "");
-    show("store batched restore", sbatch, "MiB/s");
+    show("store batched into memory", sbatch, "MiB/s");
     show("batched / bench seq", sbatch_ratio, "");
     show("store restore into memory", sinto, "MiB/s");
     show("into memory / bench seq", sinto_ratio, "");

@@ -11,9 +11,13 @@
 namespace auxstore::bench {
 
 struct StoreFigures {
-  double put_mib_s = 0;            // PutSnapshot (SharedWrite::kThrough), all snapshots
-  double restore_mib_s = 0;        // LongestPrefix on an empty local store: pool -> local
-  double batch_restore_mib_s = 0;  // CountLeadingStored of all of them, another empty store
+  double put_mib_s = 0;      // PutSnapshot (SharedWrite::kThrough), all snapshots
+  double restore_mib_s = 0;  // LongestPrefix on an empty local store: pool -> local
+  // One CountLeadingStored of all of them on another empty store, then a
+  // ReadLayersInto of each: pool -> the caller's memory, and until every
+  // local copy is written too.
+  double batch_restore_mib_s = 0;
+  double batch_restore_settled_mib_s = 0;
   // LongestPrefix + ReadLayersInto of each on an empty store: pool -> the
   // caller's memory (the local copies written behind may still be queued),
   // and until every local copy is written too.
@@ -25,7 +29,7 @@ struct StoreFigures {
 // (distinct bytes per run) through a store in local_dir/a, then restores
 // each cold through a store in local_dir/b (a LongestPrefix each), then all
 // of them through a store in local_dir/c (one CountLeadingStored: a batch,
-// fetches overlapping local fills), then each into memory through a store
+// then a ReadLayersInto of each), then each into memory through a store
 // in local_dir/d (a LongestPrefix and a ReadLayersInto each); checks the
 // last one byte for byte.
 // Empties local_dir and the URI's namespace before and after.

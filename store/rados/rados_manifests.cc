@@ -167,19 +167,49 @@ Result<StoredManifest> RadosManifests::Read(ByteSpan id) {
   return m;
 }
 
-Status RadosManifests::TakeLease(ByteSpan id, std::string_view holder,
-                                 std::chrono::milliseconds duration) {
-  AUXSTORE_RETURN_IF_ERROR(CheckId(id));
-  AUXSTORE_RETURN_IF_ERROR(CheckHolder(holder));
-  const std::string object = ManifestObjectName(id);
+namespace {
+
+// The write op that takes or renews `holder`'s lease until now + duration.
+void LeaseOp(librados::ObjectWriteOperation& op, std::string_view holder,
+             std::chrono::milliseconds duration) {
   std::map<std::string, librados::bufferlist> lease;
   lease.emplace(std::string(kLeasePrefix) + std::string(holder),
                 BufferOf(std::to_string(NowUnixMs() + duration.count())));
-  librados::ObjectWriteOperation op;
   op.assert_exists();  // a lease never recreates an erased manifest
   op.omap_set(lease);
-  return conn_.Check(conn_.io().operate(object, &op),
-                     "lease " + object + " for " + std::string(holder));
+}
+
+}  // namespace
+
+Status RadosManifests::TakeLease(ByteSpan id, std::string_view holder,
+                                 std::chrono::milliseconds duration) {
+  return TakeLeases({&id, 1}, holder, duration)[0];
+}
+
+std::vector<Status> RadosManifests::TakeLeases(std::span<const ByteSpan> ids,
+                                               std::string_view holder,
+                                               std::chrono::milliseconds duration) {
+  std::vector<Status> out(ids.size());
+  if (Status h = CheckHolder(holder); !h.ok()) {
+    std::fill(out.begin(), out.end(), h);
+    return out;
+  }
+  std::vector<std::string> objects(ids.size());
+  std::vector<librados::ObjectWriteOperation> ops(ids.size());
+  RunWindowed(
+      ids.size(), max_in_flight_,
+      [&](size_t i, librados::AioCompletion* c) {
+        out[i] = CheckId(ids[i]);
+        if (!out[i].ok()) return -EINVAL;
+        objects[i] = ManifestObjectName(ids[i]);
+        LeaseOp(ops[i], holder, duration);
+        return conn_.io().aio_operate(objects[i], c, &ops[i]);
+      },
+      [&](size_t i, int rc, librados::AioCompletion*) {
+        if (!out[i].ok()) return;  // a bad id, never submitted
+        out[i] = conn_.Check(rc, "lease " + objects[i] + " for " + std::string(holder));
+      });
+  return out;
 }
 
 Status RadosManifests::ReleaseLease(ByteSpan id, std::string_view holder) {

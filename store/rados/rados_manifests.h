@@ -69,6 +69,10 @@ class RadosManifests {
   // Takes or renews `holder`'s lease on manifest `id` until now + duration.
   // NotFound when the manifest is not there.
   Status TakeLease(ByteSpan id, std::string_view holder, std::chrono::milliseconds duration);
+  // TakeLease of each ids[i] in one windowed round of aio ops: result i is
+  // what TakeLease(ids[i]) would return.
+  std::vector<Status> TakeLeases(std::span<const ByteSpan> ids, std::string_view holder,
+                                 std::chrono::milliseconds duration);
   Status ReleaseLease(ByteSpan id, std::string_view holder);
   Result<std::vector<Lease>> Leases(ByteSpan id);
 

@@ -231,24 +231,56 @@ Result<SharedTier::Listing> SharedTier::ListRecords(std::optional<NamespaceId> n
 }
 
 Result<std::vector<LayerBuffer>> SharedTier::ReadLayers(const SharedRecord& r) {
-  AUXSTORE_ASSIGN_OR_RETURN(auto session, Current());
-  Session& ss = *session;
+  const SharedRecord* one[] = {&r};
+  return std::move(ReadLayersOfEach(one)[0]);
+}
+
+std::vector<Result<std::vector<LayerBuffer>>> SharedTier::ReadLayersOfEach(
+    std::span<const SharedRecord* const> records) {
+  std::vector<Result<std::vector<LayerBuffer>>> out;
+  auto session = Current();
+  if (!session.ok()) {
+    for (size_t k = 0; k < records.size(); ++k) out.push_back(session.status());
+    return out;
+  }
+  Session& ss = **session;
   // Each segment straight into its place in its layer's buffer: one copy
   // out of librados's buffers, hashed against the page key on the way.
-  std::vector<LayerBuffer> layers(r.layers.size());
+  // Record k's pages are keys[first[k] .. first[k + 1]).
+  std::vector<std::vector<LayerBuffer>> layers(records.size());
   std::vector<rados::PageKey> keys;
   std::vector<std::span<uint8_t>> dst;
-  for (size_t li = 0; li < r.layers.size(); ++li) {
-    const uint64_t bytes = r.manifest.layers[li].bytes;  // = its segments' (DecodeSharedRecord)
-    layers[li] = {std::make_unique_for_overwrite<uint8_t[]>(bytes), bytes};
-    uint64_t at = 0;
-    for (const auto& s : r.layers[li].segments) {
-      keys.push_back(s.key);
-      dst.push_back({layers[li].data.get() + at, s.bytes});
-      at += s.bytes;
+  std::vector<size_t> first;
+  for (size_t k = 0; k < records.size(); ++k) {
+    const SharedRecord& r = *records[k];
+    first.push_back(keys.size());
+    layers[k].resize(r.layers.size());
+    for (size_t li = 0; li < r.layers.size(); ++li) {
+      const uint64_t bytes = r.manifest.layers[li].bytes;  // = its segments' (DecodeSharedRecord)
+      LayerBuffer& buffer = layers[k][li];
+      buffer = {std::make_unique_for_overwrite<uint8_t[]>(bytes), bytes};
+      uint64_t at = 0;
+      for (const auto& s : r.layers[li].segments) {
+        keys.push_back(s.key);
+        dst.push_back({buffer.data.get() + at, s.bytes});
+        at += s.bytes;
+      }
     }
   }
+  first.push_back(keys.size());
   const std::vector<Status> read = rados::ReadPagesInto(*ss.conn, keys, dst, kPagesInFlight);
+  for (size_t k = 0; k < records.size(); ++k) {
+    out.push_back(CheckRead(
+        ss, *records[k], std::span(keys).subspan(first[k], first[k + 1] - first[k]),
+        std::span(read).subspan(first[k], first[k + 1] - first[k]), std::move(layers[k])));
+  }
+  return out;
+}
+
+Result<std::vector<LayerBuffer>> SharedTier::CheckRead(Session& ss, const SharedRecord& r,
+                                                       std::span<const rados::PageKey> keys,
+                                                       std::span<const Status> read,
+                                                       std::vector<LayerBuffer> layers) {
   for (size_t i = 0; i < keys.size(); ++i) {
     const Status& st = read[i];
     if (st.ok()) continue;
@@ -309,9 +341,19 @@ Result<rados::PoolCompactReport> SharedTier::CompactPool(std::chrono::seconds gr
 }
 
 Status SharedTier::TakeLease(NamespaceId ns, const Prefix& prefix, uint64_t lease_ms) {
-  AUXSTORE_ASSIGN_OR_RETURN(auto s, Current());
-  return Note(
-      s->manifests.TakeLease(SharedId(ns, prefix), holder_, std::chrono::milliseconds(lease_ms)));
+  return TakeLeases(ns, {&prefix, 1}, lease_ms)[0];
+}
+
+std::vector<Status> SharedTier::TakeLeases(NamespaceId ns, std::span<const Prefix> prefixes,
+                                           uint64_t lease_ms) {
+  auto s = Current();
+  if (!s.ok()) return std::vector<Status>(prefixes.size(), s.status());
+  std::vector<std::vector<uint8_t>> ids;
+  for (const Prefix& p : prefixes) ids.push_back(SharedId(ns, p));
+  std::vector<ByteSpan> views(ids.begin(), ids.end());
+  auto taken = (*s)->manifests.TakeLeases(views, holder_, std::chrono::milliseconds(lease_ms));
+  for (Status& st : taken) st = Note(std::move(st));
+  return taken;
 }
 
 Status SharedTier::ReleaseLease(NamespaceId ns, const Prefix& prefix) {

@@ -82,8 +82,15 @@ class SharedTier {
   // damaged or missing or a layer's digest differs: nothing unchecked is
   // returned.
   Result<std::vector<LayerBuffer>> ReadLayers(const SharedRecord& r);
+  // ReadLayers of each records[i], the pages of all of them in one window
+  // (a batch restore keeps the OSDs as busy as one large read would).
+  std::vector<Result<std::vector<LayerBuffer>>> ReadLayersOfEach(
+      std::span<const SharedRecord* const> records);
 
   Status TakeLease(NamespaceId ns, const Prefix& prefix, uint64_t lease_ms);
+  // TakeLease of each (ns, prefixes[i]) in one round.
+  std::vector<Status> TakeLeases(NamespaceId ns, std::span<const Prefix> prefixes,
+                                 uint64_t lease_ms);
   Status ReleaseLease(NamespaceId ns, const Prefix& prefix);
   // Removes the record: Busy while another node's lease holds it; OK when absent.
   Status Erase(NamespaceId ns, const Prefix& prefix);
@@ -124,6 +131,12 @@ class SharedTier {
   // `st`, noting an Unavailable for the next Current().
   Status Note(Status st);
   void QuarantineRecord(Session& s, NamespaceId ns, const Prefix& prefix);
+  // r's pages as read (keys[i] gave read[i]) into `layers`, checked: the
+  // layers, or the error (a damaged or missing page quarantines r).
+  Result<std::vector<LayerBuffer>> CheckRead(Session& ss, const SharedRecord& r,
+                                             std::span<const rados::PageKey> keys,
+                                             std::span<const Status> read,
+                                             std::vector<LayerBuffer> layers);
 
   rados::RadosUri uri_;
   std::mutex mu_;

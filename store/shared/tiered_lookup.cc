@@ -12,18 +12,49 @@
 namespace auxstore::shared {
 
 Result<std::vector<LayerBuffer>> TieredStore::Fetch(const SharedRecord& r) {
-  if (NamespaceFingerprint(r.spec) != r.ns) {
-    return Status::Corruption("RADOS pool '" + tier_->pool() + "': snapshot " + r.prefix.ToHex() +
-                              "'s namespace spec does not fingerprint to its namespace id");
+  const SharedRecord* one[] = {&r};
+  return std::move(FetchEach(r.ns, one)[0]);
+}
+
+std::vector<Result<std::vector<LayerBuffer>>> TieredStore::FetchEach(
+    NamespaceId ns, std::span<const SharedRecord* const> records) {
+  std::vector<std::optional<Result<std::vector<LayerBuffer>>>> got(records.size());
+  std::vector<size_t> asked;
+  std::vector<Prefix> prefixes;
+  for (size_t k = 0; k < records.size(); ++k) {
+    const SharedRecord& r = *records[k];
+    if (NamespaceFingerprint(r.spec) != r.ns) {
+      got[k] =
+          Status::Corruption("RADOS pool '" + tier_->pool() + "': snapshot " + r.prefix.ToHex() +
+                             "'s namespace spec does not fingerprint to its namespace id");
+      continue;
+    }
+    asked.push_back(k);
+    prefixes.push_back(r.prefix);
   }
-  // Leased in the pool while its pages are read: no erase removes the record
+  // Leased in the pool while their pages are read: no erase removes a record
   // (and so no compact its pages) under us. NotFound: erased meanwhile.
   // Released behind, not waited for (a round trip of each restore).
   const uint64_t lease_ms = 4 * tier_->op_timeout().count();
-  AUXSTORE_RETURN_IF_ERROR(TakePoolLease(r.ns, r.prefix, lease_ms));
-  auto layers = tier_->ReadLayers(r);
-  ReleasePoolLeaseBehind(r.ns, r.prefix);
-  return layers;
+  const std::vector<Status> leased = TakePoolLeases(ns, prefixes, lease_ms);
+  std::vector<const SharedRecord*> reading;
+  std::vector<size_t> reading_at;
+  for (size_t j = 0; j < asked.size(); ++j) {
+    if (!leased[j].ok()) {
+      got[asked[j]] = leased[j];
+    } else {
+      reading.push_back(records[asked[j]]);
+      reading_at.push_back(asked[j]);
+    }
+  }
+  auto read = tier_->ReadLayersOfEach(reading);
+  for (size_t j = 0; j < reading.size(); ++j) {
+    ReleasePoolLeaseBehind(ns, reading[j]->prefix);
+    got[reading_at[j]] = std::move(read[j]);
+  }
+  std::vector<Result<std::vector<LayerBuffer>>> out;
+  for (auto& g : got) out.push_back(std::move(*g));
+  return out;
 }
 
 Status TieredStore::Fill(const SharedRecord& r, const std::vector<LayerBuffer>& layers) {
@@ -70,32 +101,54 @@ Status TieredStore::RestoreFromPool(NamespaceId ns, std::span<const Prefix> pref
     }
     return first_error;
   }
-  // A batch: the pages of snapshot i + 1 are read from the pool (waiting on
-  // the OSDs) while snapshot i is written into the local store (CPU and
-  // local disk), so each costs about the longer of the two, not their sum.
+  // A batch: the pages of a group of snapshots read in one window, the next
+  // group's read from the pool (waiting on the OSDs) while the one before is
+  // written into the local store (CPU and local disk). A leading run on a
+  // store that can write is written behind, as a lookup's.
   const bool leading = want == Want::kLeading;
-  std::future<Status> filling;
-  for (size_t i = 0; i < records.size(); ++i) {
-    std::optional<Result<std::vector<LayerBuffer>>> fetched;
-    if (records[i]) fetched = Fetch(*records[i]);
-    const bool filled = !filling.valid() || note(filling.get());
-    if (!filled && leading) break;  // snapshot i - 1 is not local: the run ends there
-    if (!fetched || !note(fetched->status())) {
-      if (leading) break;
-      continue;
-    }
-    if (i + 1 == records.size()) {
-      note(Fill(*records[i], **fetched));  // the last: nothing left to overlap it with
+  const bool behind = leading && !options_.read_only;
+  std::vector<const SharedRecord*> wanted;  // a leading run ends at the first the pool lacks
+  for (const auto& rec : records) {
+    if (rec) {
+      wanted.push_back(&*rec);
+    } else if (leading) {
       break;
     }
-    // The record is copied: the fill must not depend on this frame.
-    filling = boost::asio::post(
-        fill_thread_,
-        boost::asio::use_future([this, r = *records[i], layers = std::move(**fetched)]() -> Status {
-          return Fill(r, layers);
-        }));
   }
-  if (filling.valid()) note(filling.get());
+  std::vector<std::future<Status>> filling;  // the group before's fills (not behind)
+  size_t run = 0;                            // the leading run fetched and queued behind
+  bool ended = false;
+  for (size_t g = 0; g < wanted.size() && !ended;) {
+    size_t end = g;
+    for (uint64_t bytes = 0; end < wanted.size() && (end == g || bytes < kFetchGroupBytes); ++end) {
+      for (const LayerEntry& e : wanted[end]->manifest.layers) bytes += e.bytes;
+    }
+    auto fetched = FetchEach(ns, std::span(wanted).subspan(g, end - g));
+    for (auto& f : filling) {
+      if (!note(f.get()) && leading) ended = true;  // the run ends at a snapshot not local
+    }
+    filling.clear();
+    for (size_t k = 0; k < fetched.size() && !ended; ++k) {
+      if (!note(fetched[k].status())) {
+        ended = leading;
+        continue;
+      }
+      if (behind) {
+        FillBehind(*wanted[g + k], std::move(fetched[k]).value());
+        ++run;
+        continue;
+      }
+      // The record is copied: the fill must not depend on this frame.
+      filling.push_back(boost::asio::post(
+          fill_thread_, boost::asio::use_future(
+                            [this, r = *wanted[g + k], layers = std::move(fetched[k]).value()]() {
+                              return Fill(r, layers);
+                            })));
+    }
+    g = end;
+  }
+  for (auto& f : filling) note(f.get());
+  if (behind && restored) *restored = from + run;
   return first_error;
 }
 
@@ -148,11 +201,20 @@ auto TieredStore::ReadThrough(NamespaceId ns, const Prefix& prefix, F&& read) ->
 }
 
 Status TieredStore::TakePoolLease(NamespaceId ns, const Prefix& prefix, uint64_t lease_ms) {
+  return TakePoolLeases(ns, {&prefix, 1}, lease_ms)[0];
+}
+
+std::vector<Status> TieredStore::TakePoolLeases(NamespaceId ns, std::span<const Prefix> prefixes,
+                                                uint64_t lease_ms) {
   {
     std::unique_lock lock(releasing_mu_);
-    releasing_cv_.wait(lock, [&] { return !releasing_.contains({ns, prefix}); });
+    releasing_cv_.wait(lock, [&] {
+      return std::none_of(prefixes.begin(), prefixes.end(), [&](const Prefix& p) {
+        return releasing_.contains({ns, p});
+      });
+    });
   }
-  return tier_->TakeLease(ns, prefix, lease_ms);
+  return tier_->TakeLeases(ns, prefixes, lease_ms);
 }
 
 void TieredStore::ReleasePoolLeaseBehind(NamespaceId ns, const Prefix& prefix) {
@@ -243,12 +305,29 @@ Result<std::vector<std::optional<Manifest>>> TieredStore::GetManifests(
   return Local().GetManifests(ns, prefixes);
 }
 
+Result<size_t> TieredStore::CountLeadingHere(NamespaceId ns, std::span<const Prefix> prefixes) {
+  size_t n = 0;
+  while (n < prefixes.size()) {
+    const size_t before = n;
+    AUXSTORE_ASSIGN_OR_RETURN(size_t local, local_->CountLeadingStored(ns, prefixes.subspan(n)));
+    n += local;
+    while (n < prefixes.size() && PendingOf(ns, prefixes[n])) ++n;
+    if (n == before) break;
+  }
+  return n;
+}
+
 Result<size_t> TieredStore::CountLeadingStored(NamespaceId ns, std::span<const Prefix> prefixes) {
-  AUXSTORE_ASSIGN_OR_RETURN(size_t local, Local().CountLeadingStored(ns, prefixes));
-  if (local >= prefixes.size()) return local;
-  Status st = RestoreFromPool(ns, prefixes, local, Want::kLeading);
-  if (!st.ok()) return local > 0 ? Result<size_t>(local) : st;
-  return Local().CountLeadingStored(ns, prefixes);
+  // The local store as it is, and the restores still being written into it.
+  AUXSTORE_ASSIGN_OR_RETURN(size_t here, CountLeadingHere(ns, prefixes));
+  if (here >= prefixes.size()) return here;
+  std::optional<size_t> run_end;
+  Status st = RestoreFromPool(ns, prefixes, here, Want::kLeading, &run_end);
+  // A run restored before the pool failed still counts: its bytes are here.
+  if (!st.ok() && !(run_end && *run_end > here)) return here > 0 ? Result<size_t>(here) : st;
+  if (!run_end) return Local().CountLeadingStored(ns, prefixes);  // filled inline
+  AUXSTORE_ASSIGN_OR_RETURN(size_t after, CountLeadingHere(ns, prefixes.subspan(*run_end)));
+  return *run_end + after;
 }
 
 Result<Store::BatchLeases> TieredStore::LookupAndLease(NamespaceId ns,
@@ -271,6 +350,11 @@ Result<LeaseId> TieredStore::AcquireLease(NamespaceId ns, const Prefix& prefix, 
 }
 
 // ---- reads: restored from the pool on a local miss -----------------------
+// The byte reads (ReadLayer, GetLayer, ReadLayerInto, ReadLayersInto) serve
+// a snapshot whose local copy is queued from its checked layers, and read
+// any other from the local store at once, without waiting for the copies
+// queued before (Local()): those are other snapshots', and a batch restore
+// reads its first snapshots while the last ones are still being written.
 
 Result<Manifest> TieredStore::GetManifest(NamespaceId ns, const Prefix& prefix) {
   return ReadThrough(ns, prefix, [&] { return Local().GetManifest(ns, prefix); });
@@ -278,17 +362,19 @@ Result<Manifest> TieredStore::GetManifest(NamespaceId ns, const Prefix& prefix) 
 
 Status TieredStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
                               const ChunkSink& sink) {
+  const auto from_memory = [&](const PendingFill& p) -> Result<bool> {
+    AUXSTORE_ASSIGN_OR_RETURN(auto bytes, PendingLayer(p, layer));
+    AUXSTORE_RETURN_IF_ERROR(sink(0, bytes));
+    return true;
+  };
+  if (auto pending = PendingOf(ns, prefix)) return from_memory(*pending).status();
   auto r = ReadThrough(
       ns, prefix,
       [&]() -> Result<bool> {
-        AUXSTORE_RETURN_IF_ERROR(Local().ReadLayer(ns, prefix, layer, sink));
+        AUXSTORE_RETURN_IF_ERROR(local_->ReadLayer(ns, prefix, layer, sink));
         return true;
       },
-      [&](const Restored& got) -> Result<bool> {
-        AUXSTORE_ASSIGN_OR_RETURN(auto bytes, PendingLayer(*got.unfilled, layer));
-        AUXSTORE_RETURN_IF_ERROR(sink(0, bytes));
-        return true;
-      });
+      [&](const Restored& got) { return from_memory(*got.unfilled); });
   return r.status();
 }
 
@@ -300,7 +386,7 @@ Result<std::vector<uint8_t>> TieredStore::GetLayer(NamespaceId ns, const Prefix&
   };
   if (auto pending = PendingOf(ns, prefix)) return copy_of(*pending);
   return ReadThrough(
-      ns, prefix, [&] { return Local().GetLayer(ns, prefix, layer); },
+      ns, prefix, [&] { return local_->GetLayer(ns, prefix, layer); },
       [&](const Restored& got) { return copy_of(*got.unfilled); });
 }
 
@@ -315,14 +401,14 @@ Result<uint64_t> TieredStore::ReadLayerInto(NamespaceId ns, const Prefix& prefix
                                             std::span<uint8_t> dst) {
   if (auto pending = PendingOf(ns, prefix)) return CopyPending(*pending, layer, dst);
   return ReadThrough(
-      ns, prefix, [&] { return Local().ReadLayerInto(ns, prefix, layer, dst); },
+      ns, prefix, [&] { return local_->ReadLayerInto(ns, prefix, layer, dst); },
       [&](const Restored& got) { return CopyPending(*got.unfilled, layer, dst); });
 }
 
 Status TieredStore::ReadLayersInto(NamespaceId ns, const Prefix& prefix,
                                    std::span<LayerInto> layers) {
   if (auto pending = PendingOf(ns, prefix)) return CopyPendingLayers(*pending, layers);
-  const Status local = Local().ReadLayersInto(ns, prefix, layers);
+  const Status local = local_->ReadLayersInto(ns, prefix, layers);
   if (!local.IsNotFound()) return local;
   auto restored = RestoreIfMissing(ns, prefix);
   if (!restored.ok()) {
@@ -332,7 +418,7 @@ Status TieredStore::ReadLayersInto(NamespaceId ns, const Prefix& prefix,
     return restored.status();
   }
   if (restored->unfilled) return CopyPendingLayers(*restored->unfilled, layers);
-  return restored->local ? Local().ReadLayersInto(ns, prefix, layers) : local;
+  return restored->local ? local_->ReadLayersInto(ns, prefix, layers) : local;
 }
 
 Result<Store::LayerRows> TieredStore::ReadLayerRows(NamespaceId ns, const Prefix& prefix,

@@ -104,6 +104,13 @@ class TieredStore final : public Store {
   // Reads a record's layers from the pool, every byte checked (leased in the
   // pool meanwhile).
   Result<std::vector<LayerBuffer>> Fetch(const SharedRecord& r);
+  // Fetch of each records[i] (all of namespace ns, as ReadRecords(ns) gives
+  // them): the leases in one round,
+  // then the pages of all in one window.
+  std::vector<Result<std::vector<LayerBuffer>>> FetchEach(
+      NamespaceId ns, std::span<const SharedRecord* const> records);
+  // A batch restore fetches snapshots in groups of about this many bytes.
+  static constexpr uint64_t kFetchGroupBytes = 64ull << 20;
   // Writes fetched layers into the local store as the record's snapshot.
   Status Fill(const SharedRecord& r, const std::vector<LayerBuffer>& layers);
 
@@ -124,6 +131,8 @@ class TieredStore final : public Store {
   Store& Local();
   // The pending fill of (ns, prefix), if any.
   std::shared_ptr<const PendingFill> PendingOf(NamespaceId ns, const Prefix& prefix);
+  // The leading run of prefixes stored locally or with a pending fill.
+  Result<size_t> CountLeadingHere(NamespaceId ns, std::span<const Prefix> prefixes);
   // The longest candidates[i], i >= from, with a pending fill.
   std::optional<size_t> LongestPending(NamespaceId ns, std::span<const Prefix> candidates,
                                        size_t from);
@@ -137,11 +146,13 @@ class TieredStore final : public Store {
   // Which of prefixes[from..] the pool holds (one batched round) restored:
   // kLongest — the longest it holds (trying shorter ones when it fails);
   // kLeading — the leading run from `from`; kAll — each it holds. With
-  // kLeading and kAll, snapshot i + 1 is fetched while snapshot i is filled
-  // (on fill_thread_); every fill is done when the call returns.
+  // kLeading and kAll, snapshots are fetched in groups of kFetchGroupBytes,
+  // the next group while the one before is filled (on fill_thread_).
   enum class Want { kLongest, kLeading, kAll };
-  // With kLongest the local copy is written behind (FillBehind) and
-  // *restored says which prefixes[i] was restored.
+  // With kLongest, and kLeading on a store that can write, the local copies
+  // are written behind (FillBehind): *restored says which prefixes[i] was
+  // restored (kLongest) or where the restored run ends (kLeading). With
+  // kAll every fill is done when the call returns.
   Status RestoreFromPool(NamespaceId ns, std::span<const Prefix> prefixes, size_t from, Want want,
                          std::optional<size_t>* restored = nullptr);
   // The warning of a restored snapshot whose local copy was not written.
@@ -172,6 +183,8 @@ class TieredStore final : public Store {
   // record queued behind (ReleasePoolLeaseBehind) is done: both name this
   // node as holder, so a release running after the take would drop it.
   Status TakePoolLease(NamespaceId ns, const Prefix& prefix, uint64_t lease_ms);
+  std::vector<Status> TakePoolLeases(NamespaceId ns, std::span<const Prefix> prefixes,
+                                     uint64_t lease_ms);
   // Releases this node's lease on lease_thread_, without waiting.
   void ReleasePoolLeaseBehind(NamespaceId ns, const Prefix& prefix);
 

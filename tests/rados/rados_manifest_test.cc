@@ -170,6 +170,37 @@ TEST(RadosLeases, ALiveLeaseBlocksEraseAndAnExpiredOneStopsBlocking) {
   EXPECT_EQ(manifests.Read(id).status().code(), StatusCode::kNotFound);
 }
 
+// Leases taken in one round: each id's outcome is its own (a bad id and a
+// missing manifest fail alone, nothing is created), and each lease taken
+// blocks an erase as one taken alone does.
+TEST(RadosLeases, LeasesTakenInOneRoundAnswerEachIdAlone) {
+  auto conn = Connect(UriFor(UniqueNamespace()));
+  ASSERT_TRUE(conn);
+  RadosManifests manifests(*conn);
+  const auto a = Bytes("ns|a"), b = Bytes("ns|b"), missing = Bytes("ns|missing");
+  ASSERT_TRUE(manifests.Commit(a, Bytes("a"), PutFamily(*conn, 14, 1, 100)).ok());
+  ASSERT_TRUE(manifests.Commit(b, Bytes("b"), PutFamily(*conn, 15, 1, 100)).ok());
+  const std::vector<uint8_t> empty;
+  const std::vector<ByteSpan> ids = {a, empty, missing, b};
+  const std::vector<Status> taken = manifests.TakeLeases(ids, "node-a", 60s);
+  ASSERT_EQ(taken.size(), 4u);
+  EXPECT_TRUE(taken[0].ok()) << taken[0].ToString();
+  EXPECT_EQ(taken[1].code(), StatusCode::kInvalidArgument) << taken[1].ToString();
+  EXPECT_EQ(taken[2].code(), StatusCode::kNotFound) << taken[2].ToString();
+  EXPECT_TRUE(taken[3].ok()) << taken[3].ToString();
+  EXPECT_EQ(manifests.Read(missing).status().code(), StatusCode::kNotFound)
+      << "a lease created the missing manifest";
+  for (const auto& id : {a, b}) {
+    auto leases = manifests.Leases(id);
+    ASSERT_TRUE(leases.ok()) << leases.status().ToString();
+    ASSERT_EQ(leases->size(), 1u);
+    EXPECT_EQ((*leases)[0].holder, "node-a");
+    EXPECT_EQ(manifests.Erase(id).code(), StatusCode::kBusy);
+  }
+  const std::vector<Status> bad_holder = manifests.TakeLeases(ids, "", 60s);
+  for (const Status& st : bad_holder) EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+}
+
 // A holder that got its lease keeps the manifest until it releases it, even
 // with an eraser racing it (the erase's version guard); 100 races, each on
 // its own manifest, each client on its own connection.

@@ -356,7 +356,7 @@ TEST_F(SharedStoreTest, BatchedRestoresFillWhatTheyFetchAndEndTheLeadingRunAtADa
   EXPECT_EQ(Objects("manifest."), 2u) << "384, which names the damaged page, is still in the pool";
 
   // kLeading (CountLeadingStored) on another empty directory: the run of
-  // two, each filled whole before the call returns.
+  // two, their local copies written behind (every later call sees them).
   auto c = Open(tmp_.Sub("c"));
   ASSERT_TRUE(c);
   ASSERT_TRUE(c->RegisterNamespace(conv.spec()).ok());
@@ -367,6 +367,80 @@ TEST_F(SharedStoreTest, BatchedRestoresFillWhatTheyFetchAndEndTheLeadingRunAtADa
   EXPECT_TRUE(conv.Check(*c, ns, 128).ok());
   EXPECT_TRUE(conv.Check(*c, ns, 256).ok());
   EXPECT_EQ(c->GetManifest(ns, conv.PrefixOf(384)).status().code(), StatusCode::kNotFound);
+}
+
+// A leading run longer than one fetch group (TieredStore::kFetchGroupBytes,
+// 64 MiB): the pages of a group are read in one window, the local copies
+// written behind. The run ends at the snapshot with a damaged page (in the
+// second group); every snapshot before it reads byte-exact into memory at
+// once, and the directory opened without the pool, after the store closed,
+// holds each of them whole.
+TEST_F(SharedStoreTest, ABatchRestoreBeyondOneFetchGroupReadsIntoMemoryAndWritesEveryCopyWhole) {
+  const Conversation conv(78);
+  NamespaceId ns = 0;
+  auto a = OpenRegistered(conv, tmp_.Sub("a"), &ns);
+  ASSERT_TRUE(a);
+  constexpr size_t kSnapshots = 8, kLayers = 2, kLayerBytes = 6u << 20;  // 96 MiB
+  std::vector<Prefix> prefixes;
+  std::vector<std::vector<std::vector<uint8_t>>> bytes(kSnapshots);
+  std::set<std::string> before;
+  for (size_t s = 0; s < kSnapshots; ++s) {
+    Prefix p;
+    p.bytes[0] = 0xB7;
+    p.bytes[1] = static_cast<uint8_t>(s + 1);
+    prefixes.push_back(p);
+    std::vector<LayerBlob> blobs;
+    for (uint32_t l = 0; l < kLayers; ++l) {
+      bytes[s].emplace_back(kLayerBytes);
+      uint64_t x = 0x9E3779B97F4A7C15ull * (s * kLayers + l + 1);
+      for (uint8_t& b : bytes[s][l]) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        b = static_cast<uint8_t>(x);
+      }
+      blobs.push_back({l, Kind::kOpaque, bytes[s][l]});
+    }
+    if (s + 1 == kSnapshots) before = PageObjects();
+    ASSERT_TRUE(a->PutSnapshot(ns, p, 1, blobs, PutOptions{}).ok()) << s;
+  }
+  std::string victim;  // a page only the last snapshot names
+  for (const std::string& page : PageObjects())
+    if (!before.contains(page)) victim = page;
+  ASSERT_FALSE(victim.empty());
+  Overwrite(victim, std::string(100, 'x'));
+
+  const std::string dir = tmp_.Sub("c");
+  {
+    auto c = Open(dir);
+    ASSERT_TRUE(c);
+    ASSERT_TRUE(c->RegisterNamespace(conv.spec()).ok());
+    auto leading = c->CountLeadingStored(ns, prefixes);
+    ASSERT_TRUE(leading.ok()) << leading.status().ToString();
+    EXPECT_EQ(*leading, kSnapshots - 1);
+    std::vector<std::vector<uint8_t>> into(kLayers, std::vector<uint8_t>(kLayerBytes));
+    std::vector<Store::LayerInto> wanted;
+    for (uint32_t l = 0; l < kLayers; ++l) wanted.push_back({l, into[l]});
+    for (size_t s = 0; s + 1 < kSnapshots; ++s) {
+      ASSERT_TRUE(c->ReadLayersInto(ns, prefixes[s], wanted).ok()) << s;
+      EXPECT_TRUE(into == bytes[s]) << "snapshot " << s << " read into memory differs";
+    }
+    const StoreStats stats = c->Stats();
+    EXPECT_EQ(stats.shared_restores, kSnapshots - 1);
+    EXPECT_EQ(stats.shared_corruptions, 1u);
+    EXPECT_EQ(Objects("manifest."), kSnapshots - 1) << "the damaged snapshot is still in the pool";
+  }
+  auto local = Store::Open(Options{}, dir);
+  ASSERT_TRUE(local.ok()) << local.status().ToString();
+  for (size_t s = 0; s < kSnapshots; ++s) {
+    for (uint32_t l = 0; l < kLayers; ++l) {
+      auto got = (*local)->GetLayer(ns, prefixes[s], l);
+      if (s + 1 == kSnapshots) {
+        EXPECT_EQ(got.status().code(), StatusCode::kNotFound) << got.status().ToString();
+      } else {
+        ASSERT_TRUE(got.ok()) << s << ": " << got.status().ToString();
+        EXPECT_TRUE(*got == bytes[s][l]) << "local copy of snapshot " << s << " layer " << l;
+      }
+    }
+  }
 }
 
 TEST_F(SharedStoreTest, VerifyRepairAndCompactCoverThePool) {
