@@ -230,13 +230,8 @@ Result<SharedTier::Listing> SharedTier::ListRecords(std::optional<NamespaceId> n
   return out;
 }
 
-Result<std::vector<LayerBuffer>> SharedTier::ReadLayers(const SharedRecord& r) {
-  const SharedRecord* one[] = {&r};
-  return std::move(ReadLayersOfEach(one)[0]);
-}
-
 std::vector<Result<std::vector<LayerBuffer>>> SharedTier::ReadLayersOfEach(
-    std::span<const SharedRecord* const> records) {
+    std::span<const SharedRecord* const> records, OnDamage on_damage) {
   std::vector<Result<std::vector<LayerBuffer>>> out;
   auto session = Current();
   if (!session.ok()) {
@@ -270,9 +265,10 @@ std::vector<Result<std::vector<LayerBuffer>>> SharedTier::ReadLayersOfEach(
   first.push_back(keys.size());
   const std::vector<Status> read = rados::ReadPagesInto(*ss.conn, keys, dst, kPagesInFlight);
   for (size_t k = 0; k < records.size(); ++k) {
-    out.push_back(CheckRead(
-        ss, *records[k], std::span(keys).subspan(first[k], first[k + 1] - first[k]),
-        std::span(read).subspan(first[k], first[k + 1] - first[k]), std::move(layers[k])));
+    out.push_back(CheckRead(ss, *records[k],
+                            std::span(keys).subspan(first[k], first[k + 1] - first[k]),
+                            std::span(read).subspan(first[k], first[k + 1] - first[k]),
+                            std::move(layers[k]), on_damage));
   }
   return out;
 }
@@ -280,7 +276,9 @@ std::vector<Result<std::vector<LayerBuffer>>> SharedTier::ReadLayersOfEach(
 Result<std::vector<LayerBuffer>> SharedTier::CheckRead(Session& ss, const SharedRecord& r,
                                                        std::span<const rados::PageKey> keys,
                                                        std::span<const Status> read,
-                                                       std::vector<LayerBuffer> layers) {
+                                                       std::vector<LayerBuffer> layers,
+                                                       OnDamage on_damage) {
+  const bool quarantine = on_damage == OnDamage::kQuarantine;
   for (size_t i = 0; i < keys.size(); ++i) {
     const Status& st = read[i];
     if (st.ok()) continue;
@@ -288,11 +286,14 @@ Result<std::vector<LayerBuffer>> SharedTier::CheckRead(Session& ss, const Shared
     // Damaged or missing although a committed record names it: the record
     // is quarantined; a damaged page object goes too, so that the next put
     // of those bytes stores them afresh.
-    if (st.code() == StatusCode::kCorruption) ss.conn->io().remove(keys[i].ObjectName());
+    if (quarantine && st.code() == StatusCode::kCorruption) {
+      ss.conn->io().remove(keys[i].ObjectName());
+    }
     const std::string why = st.code() == StatusCode::kNotFound
                                 ? "RADOS pool '" + pool() + "': page " + keys[i].ObjectName() +
                                       " named by a committed manifest is missing"
                                 : st.message();
+    if (!quarantine) return Status::Corruption(why + " (snapshot " + r.prefix.ToHex() + ")");
     QuarantineRecord(ss, r.ns, r.prefix);
     return Status::Corruption(why + " (snapshot " + r.prefix.ToHex() + " quarantined in the pool)");
   }
@@ -304,6 +305,7 @@ Result<std::vector<LayerBuffer>> SharedTier::CheckRead(Session& ss, const Shared
       const std::string why = "RADOS pool '" + pool() + "': layer " + std::to_string(entry.layer) +
                               " of snapshot " + r.prefix.ToHex() +
                               " does not match its layer digest";
+      if (!quarantine) return Status::Corruption(why);
       QuarantineRecord(ss, r.ns, r.prefix);
       return Status::Corruption(why + " (quarantined in the pool)");
     }

@@ -77,15 +77,18 @@ class SharedTier {
   Result<std::vector<std::optional<SharedRecord>>> ReadRecords(NamespaceId ns,
                                                                std::span<const Prefix> prefixes);
 
-  // Every layer's bytes of `r`, its pages read in one window straight into
-  // the layers' buffers. Corruption (the record quarantined) when a page is
-  // damaged or missing or a layer's digest differs: nothing unchecked is
-  // returned.
-  Result<std::vector<LayerBuffer>> ReadLayers(const SharedRecord& r);
-  // ReadLayers of each records[i], the pages of all of them in one window
-  // (a batch restore keeps the OSDs as busy as one large read would).
+  // What a read that meets a damaged or missing page, or a layer digest that
+  // differs, does besides returning Corruption: kQuarantine removes the
+  // record (and a damaged page object) from the pool and counts it; kReport
+  // changes nothing (a read made before the record's lease held, which may
+  // have met an erase and a reclaim rather than damage).
+  enum class OnDamage { kQuarantine, kReport };
+  // Every layer's bytes of each records[i], the pages of all of them read in
+  // one window straight into the layers' buffers (a batch restore keeps the
+  // OSDs as busy as one large read would). Corruption when a page is damaged
+  // or missing or a layer's digest differs: nothing unchecked is returned.
   std::vector<Result<std::vector<LayerBuffer>>> ReadLayersOfEach(
-      std::span<const SharedRecord* const> records);
+      std::span<const SharedRecord* const> records, OnDamage on_damage);
 
   Status TakeLease(NamespaceId ns, const Prefix& prefix, uint64_t lease_ms);
   // TakeLease of each (ns, prefixes[i]) in one round.
@@ -132,11 +135,11 @@ class SharedTier {
   Status Note(Status st);
   void QuarantineRecord(Session& s, NamespaceId ns, const Prefix& prefix);
   // r's pages as read (keys[i] gave read[i]) into `layers`, checked: the
-  // layers, or the error (a damaged or missing page quarantines r).
+  // layers, or the error.
   Result<std::vector<LayerBuffer>> CheckRead(Session& ss, const SharedRecord& r,
                                              std::span<const rados::PageKey> keys,
                                              std::span<const Status> read,
-                                             std::vector<LayerBuffer> layers);
+                                             std::vector<LayerBuffer> layers, OnDamage on_damage);
 
   rados::RadosUri uri_;
   std::mutex mu_;

@@ -19,7 +19,8 @@ Result<std::vector<LayerBuffer>> TieredStore::Fetch(const SharedRecord& r) {
 std::vector<Result<std::vector<LayerBuffer>>> TieredStore::FetchEach(
     NamespaceId ns, std::span<const SharedRecord* const> records) {
   std::vector<std::optional<Result<std::vector<LayerBuffer>>>> got(records.size());
-  std::vector<size_t> asked;
+  std::vector<const SharedRecord*> asked;
+  std::vector<size_t> asked_at;
   std::vector<Prefix> prefixes;
   for (size_t k = 0; k < records.size(); ++k) {
     const SharedRecord& r = *records[k];
@@ -29,28 +30,42 @@ std::vector<Result<std::vector<LayerBuffer>>> TieredStore::FetchEach(
                              "'s namespace spec does not fingerprint to its namespace id");
       continue;
     }
-    asked.push_back(k);
+    asked.push_back(&r);
+    asked_at.push_back(k);
     prefixes.push_back(r.prefix);
   }
   // Leased in the pool while their pages are read: no erase removes a record
-  // (and so no compact its pages) under us. NotFound: erased meanwhile.
-  // Released behind, not waited for (a round trip of each restore).
+  // (and so no compact its pages) under us. NotFound: erased meanwhile. The
+  // leases are taken on lease_thread_ beside the page reads, after every
+  // release queued there before (one round trip less per restore), and
+  // released behind, not waited for. A read that fails before its lease held
+  // may have met an erase and a reclaim rather than damage: it is read again
+  // under the lease, and only a failure then quarantines the record.
   const uint64_t lease_ms = 4 * tier_->op_timeout().count();
-  const std::vector<Status> leased = TakePoolLeases(ns, prefixes, lease_ms);
-  std::vector<const SharedRecord*> reading;
-  std::vector<size_t> reading_at;
+  auto leasing =
+      boost::asio::post(lease_thread_, boost::asio::use_future([this, ns, prefixes, lease_ms] {
+                          return tier_->TakeLeases(ns, prefixes, lease_ms);
+                        }));
+  auto read = tier_->ReadLayersOfEach(asked, SharedTier::OnDamage::kReport);
+  const std::vector<Status> leased = leasing.get();
+  std::vector<size_t> again;  // into `asked`
   for (size_t j = 0; j < asked.size(); ++j) {
     if (!leased[j].ok()) {
-      got[asked[j]] = leased[j];
+      got[asked_at[j]] = leased[j];
+    } else if (read[j].status().code() == StatusCode::kCorruption) {
+      again.push_back(j);
     } else {
-      reading.push_back(records[asked[j]]);
-      reading_at.push_back(asked[j]);
+      got[asked_at[j]] = std::move(read[j]);
     }
   }
-  auto read = tier_->ReadLayersOfEach(reading);
-  for (size_t j = 0; j < reading.size(); ++j) {
-    ReleasePoolLeaseBehind(ns, reading[j]->prefix);
-    got[reading_at[j]] = std::move(read[j]);
+  if (!again.empty()) {
+    std::vector<const SharedRecord*> reread;
+    for (size_t j : again) reread.push_back(asked[j]);
+    auto checked = tier_->ReadLayersOfEach(reread, SharedTier::OnDamage::kQuarantine);
+    for (size_t i = 0; i < again.size(); ++i) got[asked_at[again[i]]] = std::move(checked[i]);
+  }
+  for (size_t j = 0; j < asked.size(); ++j) {
+    if (leased[j].ok()) ReleasePoolLeaseBehind(ns, asked[j]->prefix);
   }
   std::vector<Result<std::vector<LayerBuffer>>> out;
   for (auto& g : got) out.push_back(std::move(*g));
@@ -201,20 +216,11 @@ auto TieredStore::ReadThrough(NamespaceId ns, const Prefix& prefix, F&& read) ->
 }
 
 Status TieredStore::TakePoolLease(NamespaceId ns, const Prefix& prefix, uint64_t lease_ms) {
-  return TakePoolLeases(ns, {&prefix, 1}, lease_ms)[0];
-}
-
-std::vector<Status> TieredStore::TakePoolLeases(NamespaceId ns, std::span<const Prefix> prefixes,
-                                                uint64_t lease_ms) {
   {
     std::unique_lock lock(releasing_mu_);
-    releasing_cv_.wait(lock, [&] {
-      return std::none_of(prefixes.begin(), prefixes.end(), [&](const Prefix& p) {
-        return releasing_.contains({ns, p});
-      });
-    });
+    releasing_cv_.wait(lock, [&] { return !releasing_.contains({ns, prefix}); });
   }
-  return tier_->TakeLeases(ns, prefixes, lease_ms);
+  return tier_->TakeLease(ns, prefix, lease_ms);
 }
 
 void TieredStore::ReleasePoolLeaseBehind(NamespaceId ns, const Prefix& prefix) {

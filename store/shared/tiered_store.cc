@@ -2,6 +2,9 @@
 // local. Lookups and restores: tiered_lookup.cc.
 #include "store/shared/tiered_store.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_future.hpp>
 #include <future>
@@ -38,6 +41,11 @@ TieredStore::TieredStore(Options options, std::unique_ptr<Store> local,
     queue_ = std::make_unique<UploadQueue>(*tier_, options_.shared_queue_bytes,
                                            options_.shared_shed_when_full);
   }
+  // The local copies of restores are a cache: their writing yields the CPU
+  // to the calls an engine waits for (Linux nice values are per thread).
+  boost::asio::post(fill_thread_, [] {
+    (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kFillNice);
+  });
 }
 
 TieredStore::~TieredStore() {

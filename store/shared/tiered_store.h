@@ -105,8 +105,7 @@ class TieredStore final : public Store {
   // pool meanwhile).
   Result<std::vector<LayerBuffer>> Fetch(const SharedRecord& r);
   // Fetch of each records[i] (all of namespace ns, as ReadRecords(ns) gives
-  // them): the leases in one round,
-  // then the pages of all in one window.
+  // them): the leases in one round beside the pages of all in one window.
   std::vector<Result<std::vector<LayerBuffer>>> FetchEach(
       NamespaceId ns, std::span<const SharedRecord* const> records);
   // A batch restore fetches snapshots in groups of about this many bytes.
@@ -143,6 +142,8 @@ class TieredStore final : public Store {
   // Every layer of `layers` copied so (ReadLayersInto's outcomes).
   static Status CopyPendingLayers(const PendingFill& p, std::span<LayerInto> layers);
   static constexpr uint64_t kMaxPendingFillBytes = 256ull << 20;
+  // The fill thread's nice value: above the engine's threads.
+  static constexpr int kFillNice = 10;
   // Which of prefixes[from..] the pool holds (one batched round) restored:
   // kLongest — the longest it holds (trying shorter ones when it fails);
   // kLeading — the leading run from `from`; kAll — each it holds. With
@@ -183,8 +184,6 @@ class TieredStore final : public Store {
   // record queued behind (ReleasePoolLeaseBehind) is done: both name this
   // node as holder, so a release running after the take would drop it.
   Status TakePoolLease(NamespaceId ns, const Prefix& prefix, uint64_t lease_ms);
-  std::vector<Status> TakePoolLeases(NamespaceId ns, std::span<const Prefix> prefixes,
-                                     uint64_t lease_ms);
   // Releases this node's lease on lease_thread_, without waiting.
   void ReleasePoolLeaseBehind(NamespaceId ns, const Prefix& prefix);
 
@@ -205,8 +204,9 @@ class TieredStore final : public Store {
   // fill_thread_: the local copies of restores (a batch's, waited for by
   // its call; a lookup's, written behind and joined by the destructor).
   // upload_threads_: the page uploads of kThrough puts beside their local
-  // commits. lease_thread_: the pool leases of restores released, in order,
-  // without the restore waiting; the destructor waits for them.
+  // commits. lease_thread_: the pool leases of restores, taken beside their
+  // page reads and released without the restore waiting, in order; the
+  // destructor waits for them.
   // Last, so that they are joined before the stores go.
   boost::asio::thread_pool fill_thread_{1};
   boost::asio::thread_pool upload_threads_{2};
