@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -65,6 +66,18 @@ void DropPageCache(const std::string& path) {
     if (e.is_regular_file(ec)) DropFile(e.path().string());
   }
 }
+
+namespace {
+double CpuSeconds(int who) {
+  rusage u{};
+  if (::getrusage(who, &u) != 0) return 0;
+  auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
+  return seconds(u.ru_utime) + seconds(u.ru_stime);
+}
+}  // namespace
+
+double ProcessCpuSeconds() { return CpuSeconds(RUSAGE_SELF); }
+double ChildrenCpuSeconds() { return CpuSeconds(RUSAGE_CHILDREN); }
 
 uint64_t PeakRssBytes() { return ProcField("/proc/self/status", "VmHWM:") * 1024; }
 uint64_t RssBytes() { return ProcField("/proc/self/status", "VmRSS:") * 1024; }

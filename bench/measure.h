@@ -33,6 +33,13 @@ double Percentile(std::vector<double> samples, double p);  // p in [0, 100]
 uint64_t ProcessWriteBytes();
 uint64_t ProcessReadBytes();
 
+// CPU seconds (user + system) of this process, all threads, so far; and of
+// the child processes it has waited for (getrusage). Steadier than wall
+// time on a shared machine: what a call costs the cores, not how long it
+// waited for them.
+double ProcessCpuSeconds();
+double ChildrenCpuSeconds();
+
 // Drops the page cache of every regular file under `path` (file or dir):
 // the next read comes from the disk. Files must be clean (synced).
 void DropPageCache(const std::string& path);

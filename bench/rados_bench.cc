@@ -68,19 +68,36 @@ struct RunFigures {
   double read_into = 0;  // ReadPagesInto: into the caller's (staging) buffers, checked
   double store_put = -1, store_restore = -1, store_batch_restore = -1;  // -1: not built
   double store_into = -1, store_into_settled = -1, store_batch_settled = -1;
+  // CPU per MiB: the `rados bench seq` process; this process restoring.
+  double seq_cpu_ms_per_mib = 0, store_into_cpu = -1, store_batch_cpu = -1;
 };
 
-// Runs `cmd`; the number after "Bandwidth (MB/sec):" in its output (MiB/s);
-// -1 when it failed or printed none.
-double RadosBenchBandwidth(const std::string& cmd) {
+// What one `rados bench` run printed: "Bandwidth (MB/sec):" (MiB/s; -1 when
+// it failed or printed none) and "Total time run:", and the CPU it used
+// (the rados client's own cost per MiB, beside the store's).
+struct RadosBenchRun {
+  double mib_s = -1;
+  double seconds = 0;
+  double cpu_ms_per_mib = 0;
+};
+
+RadosBenchRun RunRadosBench(const std::string& cmd) {
+  RadosBenchRun r;
+  const double cpu = ChildrenCpuSeconds();
   FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
+  if (!p) return r;
   double bw = -1;
   char line[512];
   while (std::fgets(line, sizeof line, p)) {
     if (std::sscanf(line, "Bandwidth (MB/sec): %lf", &bw) == 1) continue;
+    if (std::sscanf(line, "Total time run: %lf", &r.seconds) == 1) continue;
   }
-  return pclose(p) == 0 ? bw : -1;
+  if (pclose(p) != 0) return r;
+  r.mib_s = bw;
+  if (bw > 0 && r.seconds > 0) {
+    r.cpu_ms_per_mib = (ChildrenCpuSeconds() - cpu) * 1000 / (bw * r.seconds);
+  }
+  return r;
 }
 
 // Page i of run r: distinct bytes for every (run, page), generated once per run.
@@ -119,9 +136,12 @@ size_t RawRead(RadosConnection& conn, const std::vector<PageKey>& keys, size_t i
 bool RunOnce(const Options& o, const RadosUri& uri, int run, RunFigures& f) {
   const std::string rados = "rados -c '" + uri.conf_path + "' -p '" + uri.pool + "' ";
   const std::string t = " -t " + std::to_string(o.in_flight);
-  f.bench_write = RadosBenchBandwidth(rados + "bench " + std::to_string(o.secs) +
-                                      " write --no-cleanup -b " + std::to_string(o.size) + t);
-  f.bench_seq = RadosBenchBandwidth(rados + "bench " + std::to_string(o.secs) + " seq" + t);
+  f.bench_write = RunRadosBench(rados + "bench " + std::to_string(o.secs) +
+                                " write --no-cleanup -b " + std::to_string(o.size) + t)
+                      .mib_s;
+  const RadosBenchRun seq = RunRadosBench(rados + "bench " + std::to_string(o.secs) + " seq" + t);
+  f.bench_seq = seq.mib_s;
+  f.seq_cpu_ms_per_mib = seq.cpu_ms_per_mib;
   if (std::system((rados + "cleanup > /dev/null 2>&1").c_str()) != 0 || f.bench_write < 0 ||
       f.bench_seq < 0) {
     std::fprintf(stderr, "rados bench failed (write %.1f, seq %.1f)\n", f.bench_write, f.bench_seq);
@@ -187,6 +207,8 @@ bool RunOnce(const Options& o, const RadosUri& uri, int run, RunFigures& f) {
   f.store_restore = store->restore_mib_s;
   f.store_batch_restore = store->batch_restore_mib_s;
   f.store_batch_settled = store->batch_restore_settled_mib_s;
+  f.store_into_cpu = store->into_cpu_ms_per_mib;
+  f.store_batch_cpu = store->batch_cpu_ms_per_mib;
   f.store_into = store->restore_into_mib_s;
   f.store_into_settled = store->restore_into_settled_mib_s;
 #endif
@@ -232,6 +254,10 @@ int Main(const Options& o) {
           f.store_restore / f.bench_seq, f.store_batch_restore, f.store_batch_restore / f.bench_seq,
           f.store_batch_settled / f.bench_seq, f.store_into, f.store_into / f.bench_seq,
           f.store_into_settled / f.bench_seq);
+      std::printf(
+          "run %d, CPU ms per MiB: rados bench seq %.2f; restores until every local copy is "
+          "written: batched %.2f, a LongestPrefix and a ReadLayersInto each %.2f\n",
+          r + 1, f.seq_cpu_ms_per_mib, f.store_batch_cpu, f.store_into_cpu);
       sinto.push_back(f.store_into), sinto_ratio.push_back(f.store_into / f.bench_seq);
       sput.push_back(f.store_put), sput_ratio.push_back(f.store_put / f.bench_write);
       srestore.push_back(f.store_restore), srestore_ratio.push_back(f.store_restore / f.bench_seq);

@@ -124,6 +124,7 @@ Result<StoreFigures> RunStoreLevel(const rados::RadosUri& uri, const std::string
     AUXSTORE_ASSIGN_OR_RETURN(auto c, OpenShared(local_dir + "/c", uri_string));
     AUXSTORE_ASSIGN_OR_RETURN(NamespaceId ns, c->RegisterNamespace(BenchSpec()));
     Stopwatch sw;
+    const double cpu = ProcessCpuSeconds();
     AUXSTORE_ASSIGN_OR_RETURN(size_t leading, c->CountLeadingStored(ns, prefixes));
     if (leading != snapshots) {
       return Status::NotFound("the batched cold restore found " + std::to_string(leading) + " of " +
@@ -135,6 +136,7 @@ Result<StoreFigures> RunStoreLevel(const rados::RadosUri& uri, const std::string
     f.batch_restore_mib_s = mib / sw.Seconds();
     (void)c->Stats();  // returns once every local copy is written
     f.batch_restore_settled_mib_s = mib / sw.Seconds();
+    f.batch_cpu_ms_per_mib = (ProcessCpuSeconds() - cpu) * 1000 / mib;
     if (into != bytes) return Status::Corruption("a layer of the batch read into memory differs");
     AUXSTORE_RETURN_IF_ERROR(CheckLast(*c, ns, prefixes.back(), bytes));
   }
@@ -142,6 +144,7 @@ Result<StoreFigures> RunStoreLevel(const rados::RadosUri& uri, const std::string
     AUXSTORE_ASSIGN_OR_RETURN(auto d, OpenShared(local_dir + "/d", uri_string));
     AUXSTORE_ASSIGN_OR_RETURN(NamespaceId ns, d->RegisterNamespace(BenchSpec()));
     Stopwatch sw;
+    const double cpu = ProcessCpuSeconds();
     for (size_t s = 0; s < snapshots; ++s) {
       AUXSTORE_ASSIGN_OR_RETURN(auto found, d->LongestPrefix(ns, std::span(&prefixes[s], 1)));
       if (!found || *found != 0) {
@@ -152,6 +155,7 @@ Result<StoreFigures> RunStoreLevel(const rados::RadosUri& uri, const std::string
     f.restore_into_mib_s = mib / sw.Seconds();
     (void)d->Stats();  // returns once every local copy is written
     f.restore_into_settled_mib_s = mib / sw.Seconds();
+    f.into_cpu_ms_per_mib = (ProcessCpuSeconds() - cpu) * 1000 / mib;
     if (into != bytes) return Status::Corruption("a layer read into memory differs");
     AUXSTORE_RETURN_IF_ERROR(CheckLast(*d, ns, prefixes.back(), bytes));
   }

@@ -23,6 +23,11 @@ struct StoreFigures {
   // and until every local copy is written too.
   double restore_into_mib_s = 0;
   double restore_into_settled_mib_s = 0;
+  // This process's CPU (all threads: the store's and librados's) per MiB,
+  // until every local copy is written: the batch, and a LongestPrefix and a
+  // ReadLayersInto each.
+  double batch_cpu_ms_per_mib = 0;
+  double into_cpu_ms_per_mib = 0;
 };
 
 // Puts `snapshots` snapshots of `layers` opaque layers of `layer_bytes`

@@ -1,8 +1,8 @@
 #include "store/rados/object_names.h"
 
-#include <xxhash.h>
-
 #include <cstring>
+
+#include "format/xxh3.h"  // pages are hashed with AVX2 where the CPU has it
 
 namespace auxstore::rados {
 

@@ -1,10 +1,9 @@
 #include "store/rados/rados_page_reader.h"
 
-#include <xxhash.h>
-
 #include <cstring>
 #include <string>
 
+#include "format/xxh3.h"  // AVX2 where the CPU has it
 #include "store/rados/rados_aio.h"
 
 namespace auxstore::rados {
