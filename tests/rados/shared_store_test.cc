@@ -411,9 +411,8 @@ TEST_F(SharedStoreTest, ABatchRestoreBeyondOneFetchGroupReadsIntoMemoryAndWrites
 
   const std::string dir = tmp_.Sub("c");
   {
-    auto c = Open(dir);
+    auto c = OpenRegistered(conv, dir, &ns);
     ASSERT_TRUE(c);
-    ASSERT_TRUE(c->RegisterNamespace(conv.spec()).ok());
     auto leading = c->CountLeadingStored(ns, prefixes);
     ASSERT_TRUE(leading.ok()) << leading.status().ToString();
     EXPECT_EQ(*leading, kSnapshots - 1);
@@ -458,10 +457,8 @@ TEST_F(SharedStoreTest, AnEraseAndReclaimRacingARestoreAreNeverTakenForDamage) {
   const Conversation conv(79);
   NamespaceId ns = 0;
   auto a = OpenRegistered(conv, tmp_.Sub("a"), &ns);
-  ASSERT_TRUE(a);
-  auto b = Open(tmp_.Sub("b"));
-  ASSERT_TRUE(b);
-  ASSERT_TRUE(b->RegisterNamespace(conv.spec()).ok());
+  auto b = OpenRegistered(conv, tmp_.Sub("b"), &ns);
+  ASSERT_TRUE(a && b);
   std::mt19937_64 rng(79);
   size_t restored = 0, absent = 0, refused = 0;
   for (int race = 0; race < 40; ++race) {
