@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <future>
 #include <mutex>
 #include <random>
 #include <set>
@@ -20,6 +22,7 @@
 #include "tests/rados/shared_pool_fixture.h"
 #include "tests/rados/shared_test_env.h"
 #include "tests/support/cycles.h"
+#include "tests/support/frozen_fs.h"
 #include "tests/support/tmpfs.h"
 
 namespace auxstore::sharedtest {
@@ -27,6 +30,16 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::TempDir;
+
+// This process's resident memory (VmRSS).
+uint64_t ResidentBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
 
 class SharedStoreTest : public SharedPoolTest {
  protected:
@@ -439,6 +452,95 @@ TEST_F(SharedStoreTest, ABatchRestoreBeyondOneFetchGroupReadsIntoMemoryAndWrites
         ASSERT_TRUE(got.ok()) << s << ": " << got.status().ToString();
         EXPECT_TRUE(*got == bytes[s][l]) << "local copy of snapshot " << s << " layer " << l;
       }
+    }
+  }
+}
+
+// The local copies a restore queues are bounded (256 MiB): a batch that
+// outruns its local disk waits for it rather than holding every snapshot it
+// restored in memory. B's local directory is on an ext4 file system frozen
+// for the batch (every write blocks, as on a disk that cannot keep up): with
+// 256 MiB of the 320 MiB restored in memory and nothing written, the batch
+// still waits (without the bound it returns once everything is fetched).
+// Thawed, it returns the whole run; every snapshot reads byte-exact, and the
+// directory opened without the pool holds each copy whole.
+TEST_F(SharedStoreTest, ABatchThatOutrunsItsLocalDiskWaitsOnceTheQueuedCopiesReachTheirBound) {
+  std::string why;
+  auto fs = testing::FreezableFs::Make(tmp_.Sub("fs"), 1ull << 30, &why);
+  if (!fs) GTEST_SKIP() << why;
+  const Conversation conv(80);
+  NamespaceId ns = 0;
+  constexpr size_t kSnapshots = 10, kLayers = 8, kLayerBytes = 4u << 20;  // 320 MiB
+  const auto layer_bytes = [&](size_t s, uint32_t l) {
+    std::vector<uint8_t> bytes(kLayerBytes);
+    uint64_t x = 0xD1B54A32D192ED03ull * (s * kLayers + l + 1);
+    auto* words = reinterpret_cast<uint64_t*>(bytes.data());
+    for (size_t w = 0; w < kLayerBytes / 8; ++w) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      words[w] = x;
+    }
+    return bytes;
+  };
+  std::vector<Prefix> prefixes(kSnapshots);
+  {
+    auto a = OpenRegistered(conv, tmp_.Sub("a"), &ns);
+    ASSERT_TRUE(a);
+    for (size_t s = 0; s < kSnapshots; ++s) {
+      prefixes[s].bytes[0] = 0xF2;
+      prefixes[s].bytes[1] = static_cast<uint8_t>(s + 1);
+      std::vector<std::vector<uint8_t>> layers;
+      std::vector<LayerBlob> blobs;
+      for (uint32_t l = 0; l < kLayers; ++l) layers.push_back(layer_bytes(s, l));
+      for (uint32_t l = 0; l < kLayers; ++l) blobs.push_back({l, Kind::kOpaque, layers[l]});
+      ASSERT_TRUE(a->PutSnapshot(ns, prefixes[s], 1, blobs, PutOptions{}).ok()) << s;
+    }
+  }
+  const std::string dir = fs->path() + "/b";
+  {
+    auto b = OpenRegistered(conv, dir, &ns);
+    ASSERT_TRUE(b);
+    testing::ThawOnExit thaw(*fs);  // before b closes, which waits for its writes
+    const uint64_t rss_before = ResidentBytes();
+    ASSERT_TRUE(fs->Freeze());
+    std::promise<Result<size_t>> counted;
+    auto future = counted.get_future();
+    std::thread batch([&] { counted.set_value(b->CountLeadingStored(ns, prefixes)); });
+    // Until 256 MiB more are resident (the copies queued: the bound), then
+    // 2 s more for the fetch to run on, were it not waiting.
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (ResidentBytes() < rss_before + (256ull << 20) &&
+           std::chrono::steady_clock::now() < deadline &&
+           future.wait_for(100ms) != std::future_status::ready) {
+    }
+    const uint64_t queued = ResidentBytes() - rss_before;
+    const bool returned_frozen = future.wait_for(2s) == std::future_status::ready;
+    const bool thawed = fs->Thaw();
+    batch.join();
+    EXPECT_TRUE(thawed);
+    EXPECT_GE(queued, 256ull << 20) << "the batch never held 256 MiB while the disk was frozen";
+    EXPECT_FALSE(returned_frozen) << "the batch returned with its copies unwritten past the bound";
+    auto leading = future.get();
+    ASSERT_TRUE(leading.ok()) << leading.status().ToString();
+    EXPECT_EQ(*leading, kSnapshots);
+    std::vector<std::vector<uint8_t>> into(kLayers, std::vector<uint8_t>(kLayerBytes));
+    std::vector<Store::LayerInto> wanted;
+    for (uint32_t l = 0; l < kLayers; ++l) wanted.push_back({l, into[l]});
+    for (size_t s = 0; s < kSnapshots; ++s) {
+      ASSERT_TRUE(b->ReadLayersInto(ns, prefixes[s], wanted).ok()) << s;
+      for (uint32_t l = 0; l < kLayers; ++l) EXPECT_TRUE(into[l] == layer_bytes(s, l)) << s << l;
+    }
+    std::printf(
+        "MEASURED a batch of 320 MiB beside a frozen local disk: %.0f MiB resident "
+        "while it waited\n",
+        static_cast<double>(queued) / (1 << 20));
+  }
+  auto local = Store::Open(Options{}, dir);
+  ASSERT_TRUE(local.ok()) << local.status().ToString();
+  for (size_t s = 0; s < kSnapshots; ++s) {
+    for (uint32_t l = 0; l < kLayers; ++l) {
+      auto got = (*local)->GetLayer(ns, prefixes[s], l);
+      ASSERT_TRUE(got.ok()) << s << ": " << got.status().ToString();
+      EXPECT_TRUE(*got == layer_bytes(s, l)) << "local copy of snapshot " << s << " layer " << l;
     }
   }
 }
