@@ -201,8 +201,9 @@ class TieredStore final : public Store {
   std::multiset<FillKey> releasing_;      // releases behind not yet done
   std::mutex leases_mu_;
   std::map<LeaseId, std::pair<NamespaceId, Prefix>> leases_;  // leases also held in the pool
-  // fill_thread_: the local copies of restores (a batch's, waited for by
-  // its call; a lookup's, written behind and joined by the destructor).
+  // fill_thread_: the local copies of restores (written behind a lookup or
+  // a CountLeadingStored and joined by the destructor; the other batches'
+  // waited for by their call).
   // upload_threads_: the page uploads of kThrough puts beside their local
   // commits. lease_thread_: the pool leases of restores, taken beside their
   // page reads and released without the restore waiting, in order; the

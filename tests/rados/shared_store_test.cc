@@ -461,7 +461,9 @@ TEST_F(SharedStoreTest, ABatchRestoreBeyondOneFetchGroupReadsIntoMemoryAndWrites
 // restored in memory. B's local directory is on an ext4 file system frozen
 // for the batch (every write blocks, as on a disk that cannot keep up): with
 // 256 MiB of the 320 MiB restored in memory and nothing written, the batch
-// still waits (without the bound it returns once everything is fetched).
+// still waits (without the bound it returns once everything is fetched),
+// while reads go on: of a snapshot whose copy is queued (from its checked
+// layers) and of one already local (never behind the queued copies).
 // Thawed, it returns the whole run; every snapshot reads byte-exact, and the
 // directory opened without the pool holds each copy whole.
 TEST_F(SharedStoreTest, ABatchThatOutrunsItsLocalDiskWaitsOnceTheQueuedCopiesReachTheirBound) {
@@ -482,6 +484,9 @@ TEST_F(SharedStoreTest, ABatchThatOutrunsItsLocalDiskWaitsOnceTheQueuedCopiesRea
     return bytes;
   };
   std::vector<Prefix> prefixes(kSnapshots);
+  Prefix pre;  // a snapshot B holds locally before the batch
+  pre.bytes[0] = 0xF3;
+  const std::vector<uint8_t> pre_bytes = layer_bytes(kSnapshots, 0);
   {
     auto a = OpenRegistered(conv, tmp_.Sub("a"), &ns);
     ASSERT_TRUE(a);
@@ -494,12 +499,18 @@ TEST_F(SharedStoreTest, ABatchThatOutrunsItsLocalDiskWaitsOnceTheQueuedCopiesRea
       for (uint32_t l = 0; l < kLayers; ++l) blobs.push_back({l, Kind::kOpaque, layers[l]});
       ASSERT_TRUE(a->PutSnapshot(ns, prefixes[s], 1, blobs, PutOptions{}).ok()) << s;
     }
+    const LayerBlob pre_blob{0, Kind::kOpaque, pre_bytes};
+    ASSERT_TRUE(a->PutSnapshot(ns, pre, 1, {&pre_blob, 1}, PutOptions{}).ok());
   }
   const std::string dir = fs->path() + "/b";
   {
     auto b = OpenRegistered(conv, dir, &ns);
     ASSERT_TRUE(b);
     testing::ThawOnExit thaw(*fs);  // before b closes, which waits for its writes
+    // `pre` restored and written locally before the disk freezes.
+    auto pre_read = b->GetLayer(ns, pre, 0);
+    ASSERT_TRUE(pre_read.ok()) << pre_read.status().ToString();
+    ASSERT_TRUE(*pre_read == pre_bytes);
     const uint64_t rss_before = ResidentBytes();
     ASSERT_TRUE(fs->Freeze());
     std::promise<Result<size_t>> counted;
@@ -514,8 +525,26 @@ TEST_F(SharedStoreTest, ABatchThatOutrunsItsLocalDiskWaitsOnceTheQueuedCopiesRea
     }
     const uint64_t queued = ResidentBytes() - rss_before;
     const bool returned_frozen = future.wait_for(2s) == std::future_status::ready;
+    // Meanwhile, the disk still frozen: a snapshot whose copy is queued
+    // reads from its checked layers, and one already local from the local
+    // store; neither waits for the queued copies.
+    std::vector<uint8_t> first(kLayerBytes);
+    std::vector<Store::LayerInto> first_layer = {{0, first}};
+    auto queued_read = std::async(std::launch::async,
+                                  [&] { return b->ReadLayersInto(ns, prefixes[0], first_layer); });
+    auto local_read = std::async(std::launch::async, [&] { return b->GetLayer(ns, pre, 0); });
+    const bool queued_read_frozen = queued_read.wait_for(10s) == std::future_status::ready;
+    const bool local_read_frozen = local_read.wait_for(10s) == std::future_status::ready;
     const bool thawed = fs->Thaw();
     batch.join();
+    EXPECT_TRUE(queued_read_frozen) << "a read of a queued copy waited for the frozen disk";
+    EXPECT_TRUE(local_read_frozen) << "a read of a local snapshot waited for the queued copies";
+    const Status queued_status = queued_read.get();
+    EXPECT_TRUE(queued_status.ok()) << queued_status.ToString();
+    EXPECT_TRUE(first == layer_bytes(0, 0)) << "the queued copy read differs";
+    auto local_got = local_read.get();
+    ASSERT_TRUE(local_got.ok()) << local_got.status().ToString();
+    EXPECT_TRUE(*local_got == pre_bytes) << "the local snapshot read differs";
     EXPECT_TRUE(thawed);
     EXPECT_GE(queued, 256ull << 20) << "the batch never held 256 MiB while the disk was frozen";
     EXPECT_FALSE(returned_frozen) << "the batch returned with its copies unwritten past the bound";
