@@ -5,10 +5,12 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <thread>
 #include <vector>
 
 #include "auxstore/blob_codecs.h"
+#include "auxstore/maintenance.h"
 #include "auxstore/store.h"
 #include "bench/baselines.h"
 #include "bench/measure.h"
@@ -236,47 +238,79 @@ double ColdRestore(const ChainWorkload& w, Store& store, const std::string& dir,
   return seconds;
 }
 
-// Cold restores of both layouts, alternating (whole, paged, whole, ...) so
-// the machine's noise falls on both alike: one lane (the figures), then
-// kLanes lanes (the ratio only: does reading several layers at once, and so
-// several owners' streams, close the paged layout's gap?).
+// Cold restores of every layout, alternating (whole, paged, compacted,
+// whole, ...) so the machine's noise falls on all alike: one lane (the
+// figures), then kLanes lanes (the ratio only: does reading several layers
+// at once, and so several owners' streams, close the paged layout's gap?).
+// `ratios[i]` / `lane_ratios[i]`: whole's time over layout i's, per run.
 constexpr uint32_t kLanes = 4;
 
-void RestoreBoth(const ChainWorkload& w, const ChainConfig& c, LayoutFigures* whole,
-                 LayoutFigures* paged, std::vector<double>* ratios,
-                 std::vector<double>* lane_ratios) {
+void RestoreAll(const ChainWorkload& w, const ChainConfig& c,
+                std::span<const std::pair<std::string, LayoutFigures*>> layouts,
+                std::vector<std::vector<double>>* ratios,
+                std::vector<std::vector<double>>* lane_ratios) {
   Options o;
   o.background_maintenance = false;
   o.read_only = true;
-  auto a = Store::Open(o, c.dir + "/whole");
-  auto b = Store::Open(o, c.dir + "/paged");
-  if (!a.ok() || !b.ok()) {
-    whole->ok = paged->ok = false;
-    return;
+  std::vector<std::unique_ptr<Store>> stores;
+  auto fail = [&] {
+    for (const auto& [dir, f] : layouts) f->ok = false;
+  };
+  for (const auto& [dir, f] : layouts) {
+    auto s = Store::Open(o, dir);
+    if (!s.ok()) return fail();
+    stores.push_back(std::move(*s));
   }
   (void)RawReadTreeCold(c.dir);  // settle freshly written blocks (see SettleColdReads)
   const size_t layer_bytes = 16 + w.snapshots[LongestSnapshot(w)].tokens * kRowBytes;
   std::vector<std::unique_ptr<HugeBuffer>> one, bufs;
   one.push_back(std::make_unique<HugeBuffer>(layer_bytes));
   for (uint32_t j = 0; j < kLanes; ++j) bufs.push_back(std::make_unique<HugeBuffer>(layer_bytes));
-  std::vector<double> ws, ps;
+  const size_t n = layouts.size();
+  std::vector<std::vector<double>> times(n);
+  ratios->assign(n, {});
+  lane_ratios->assign(n, {});
   uint64_t lane_bytes = 0;
   for (int r = 0; r < c.runs; ++r) {
-    const double tw = ColdRestore(w, **a, c.dir + "/whole", one, &whole->restore_bytes);
-    const double tp = ColdRestore(w, **b, c.dir + "/paged", one, &paged->restore_bytes);
-    const double lw = ColdRestore(w, **a, c.dir + "/whole", bufs, &lane_bytes);
-    const double lp = ColdRestore(w, **b, c.dir + "/paged", bufs, &lane_bytes);
-    if (tw < 0 || tp < 0 || lw < 0 || lp < 0) {
-      whole->ok = paged->ok = false;
-      return;
+    std::vector<double> t(n), lanes(n);
+    for (size_t i = 0; i < n; ++i)
+      t[i] = ColdRestore(w, *stores[i], layouts[i].first, one, &layouts[i].second->restore_bytes);
+    for (size_t i = 0; i < n; ++i)
+      lanes[i] = ColdRestore(w, *stores[i], layouts[i].first, bufs, &lane_bytes);
+    for (size_t i = 0; i < n; ++i) {
+      if (t[i] < 0 || lanes[i] < 0) return fail();
     }
-    ws.push_back(tw);
-    ps.push_back(tp);
-    ratios->push_back(tw / tp);
-    lane_ratios->push_back(lw / lp);
+    for (size_t i = 0; i < n; ++i) {
+      times[i].push_back(t[i]);
+      (*ratios)[i].push_back(t[0] / t[i]);
+      (*lane_ratios)[i].push_back(lanes[0] / lanes[i]);
+    }
   }
-  whole->restore_seconds = Summarize(ws).median;
-  paged->restore_seconds = Summarize(ps).median;
+  for (size_t i = 0; i < n; ++i) layouts[i].second->restore_seconds = Summarize(times[i]).median;
+}
+
+// The paged store at `from` copied to `to` and compacted (its chains laid
+// out as one stream each, CompactOptions::relayout): what an operator's
+// `auxstore compact` leaves. Its write figures are the compaction's.
+LayoutFigures Compacted(const LayoutFigures& paged, const std::string& from,
+                        const std::string& to) {
+  LayoutFigures f = paged;
+  f.ok = false;
+  std::filesystem::remove_all(to);
+  std::error_code ec;
+  std::filesystem::copy(from, to, std::filesystem::copy_options::recursive, ec);
+  if (ec) return f;
+  Stopwatch t;
+  auto r = CompactStoreAt(to, {});
+  f.write_seconds = t.Seconds();
+  if (!r.ok()) {
+    std::fprintf(stderr, "compact: %s\n", r.status().ToString().c_str());
+    return f;
+  }
+  f.device_write_bytes = r->relaid_bytes;
+  f.disk_bytes = testing::DirBytes(to);
+  f.ok = true;
+  return f;
 }
 
 nlohmann::json FiguresJson(const ChainWorkload& w, const LayoutFigures& f) {
@@ -302,12 +336,21 @@ nlohmann::json RunChainWorkloads(const ChainConfig& c, bool quiet) {
     for (const Snapshot& s : w.snapshots) logical += s.tokens * kRowBytes * w.layers;
     LayoutFigures whole = RunLayout(w, c, false, c.dir + "/whole");
     LayoutFigures paged = RunLayout(w, c, true, c.dir + "/paged");
-    std::vector<double> ratios, lane_ratios;
-    if (whole.ok && paged.ok) RestoreBoth(w, c, &whole, &paged, &ratios, &lane_ratios);
-    std::filesystem::remove_all(c.dir + "/whole");
-    std::filesystem::remove_all(c.dir + "/paged");
-    const double restore_ratio = ratios.empty() ? 0 : Summarize(ratios).median;
-    const double lanes_ratio = lane_ratios.empty() ? 0 : Summarize(lane_ratios).median;
+    LayoutFigures compacted = Compacted(paged, c.dir + "/paged", c.dir + "/compacted");
+    const std::pair<std::string, LayoutFigures*> layouts[] = {
+        {c.dir + "/whole", &whole}, {c.dir + "/paged", &paged}, {c.dir + "/compacted", &compacted}};
+    std::vector<std::vector<double>> ratios, lane_ratios;
+    if (whole.ok && paged.ok && compacted.ok) RestoreAll(w, c, layouts, &ratios, &lane_ratios);
+    for (const auto& [dir, f] : layouts) std::filesystem::remove_all(dir);
+    auto median = [](const std::vector<std::vector<double>>& v, size_t i) {
+      return v.size() > i && !v[i].empty() ? Summarize(v[i]).median : 0.0;
+    };
+    auto range = [](const std::vector<std::vector<double>>& v, size_t i) {
+      if (v.size() <= i || v[i].empty()) return std::pair{0.0, 0.0};
+      return std::pair{Summarize(v[i]).min, Summarize(v[i]).max};
+    };
+    const double restore_ratio = median(ratios, 1), lanes_ratio = median(lane_ratios, 1);
+    const double compacted_ratio = median(ratios, 2), compacted_lanes = median(lane_ratios, 2);
     nlohmann::json j = {
         {"name", w.name},
         {"snapshots", w.snapshots.size()},
@@ -316,10 +359,13 @@ nlohmann::json RunChainWorkloads(const ChainConfig& c, bool quiet) {
         {"block_tokens", c.block},
         {"whole", FiguresJson(w, whole)},
         {"paged", FiguresJson(w, paged)},
+        {"paged_compacted", FiguresJson(w, compacted)},
         {"ratios",
          {{"write_time_paged_over_whole", paged.write_seconds / whole.write_seconds},
-          {"cold_restore_paged_over_whole", whole.restore_seconds / paged.restore_seconds},
+          {"cold_restore_paged_over_whole", restore_ratio},
           {"cold_restore_paged_over_whole_lanes", lanes_ratio},
+          {"cold_restore_compacted_over_whole", compacted_ratio},
+          {"cold_restore_compacted_over_whole_lanes", compacted_lanes},
           {"lanes", kLanes}}}};
     out.push_back(j);
     if (quiet) continue;
@@ -330,7 +376,9 @@ nlohmann::json RunChainWorkloads(const ChainConfig& c, bool quiet) {
     std::printf(
         "| layout | write s | disk / unique | write amp / unique | cold restore GB/s |\n"
         "| --- | --- | --- | --- | --- |\n");
-    for (const auto& [name, f] : {std::pair{"whole", &whole}, std::pair{"paged", &paged}}) {
+    for (const auto& [name, f] :
+         {std::pair{"whole", &whole}, std::pair{"paged", &paged},
+          std::pair{"paged, compacted (write: the compaction's)", &compacted}}) {
       std::printf("| %s | %.3f | %.3f | %.3f | %.3f |\n", name, f->write_seconds,
                   static_cast<double>(f->disk_bytes) / w.unique_bytes,
                   static_cast<double>(f->device_write_bytes) / w.unique_bytes,
@@ -338,13 +386,15 @@ nlohmann::json RunChainWorkloads(const ChainConfig& c, bool quiet) {
     }
     std::printf(
         "\nwrite time paged / whole %.3f; cold restore throughput paged / whole %.3f "
-        "(median of %zu alternating pairs, [%.3f, %.3f])%s\n",
-        paged.write_seconds / whole.write_seconds, restore_ratio, ratios.size(),
-        ratios.empty() ? 0 : Summarize(ratios).min, ratios.empty() ? 0 : Summarize(ratios).max,
-        whole.ok && paged.ok ? "" : " (A RUN FAILED)");
+        "(median of %zu alternating runs, [%.3f, %.3f]); compacted / whole %.3f ([%.3f, "
+        "%.3f])%s\n",
+        paged.write_seconds / whole.write_seconds, restore_ratio,
+        ratios.empty() ? size_t{0} : ratios[0].size(), range(ratios, 1).first,
+        range(ratios, 1).second, compacted_ratio, range(ratios, 2).first, range(ratios, 2).second,
+        whole.ok && paged.ok && compacted.ok ? "" : " (A RUN FAILED)");
     if (!lane_ratios.empty()) {
-      std::printf("cold restore paged / whole on %u lanes %.3f (median, [%.3f, %.3f])\n", kLanes,
-                  lanes_ratio, Summarize(lane_ratios).min, Summarize(lane_ratios).max);
+      std::printf("on %u lanes: paged / whole %.3f, compacted / whole %.3f (medians)\n", kLanes,
+                  lanes_ratio, compacted_lanes);
     }
   }
   return out;

@@ -194,6 +194,14 @@ class DbStore final : public Store {
   Status SharePages(PutPlan* plan);
   Status AssemblePut(uint64_t token_count, PutPlan* plan);
   Status StorePut(const std::string& snapshot_key, PutPlan* plan);
+  Status StageRecords(const std::string& snapshot_key, const PutPlan* plan, CommitBatch* batch);
+  static PutEntries EntriesOf(const PutPlan& plan);
+
+  // ---- compaction's re-layout (db_store_relayout.cc)
+  struct RelayoutBases;
+  Status RelayoutChains(CompactReport* report);
+  Status RelayoutSnapshot(const std::string& snapshot_key, RelayoutBases* bases,
+                          CompactReport* report);
 
   // ---- removal and reclaim (db_store_reclaim.cc)
   enum class EraseReason { kUser, kEviction, kExpiry };

@@ -176,6 +176,7 @@ Result<CompactReport> DbStore::Compact(const CompactOptions& o) {
   r.expired = expirations_ - expired;
   r.evicted = evictions_ - evicted;
   AUXSTORE_RETURN_IF_ERROR(RemoveOrphans(&r));
+  if (o.relayout) AUXSTORE_RETURN_IF_ERROR(RelayoutChains(&r));
 
   rocksdb::CompactRangeOptions co;
   co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;

@@ -40,53 +40,10 @@
 #include "store/db_store.h"
 #include "store/keys.h"
 #include "store/meta_keys.h"
+#include "store/put_plan.h"
 #include "store/put_rules.h"
 
 namespace auxstore::store_internal {
-
-// One layer of a put: its shape, its full pages and their XXH3s, and the
-// pages it shares.
-struct DbStore::PutPlan {
-  struct Layer {
-    const LayerBlob* blob = nullptr;
-    LayerShape shape;
-    uint32_t full_pages = 0;                       // F
-    std::vector<std::vector<uint64_t>> page_xxh3;  // [array][page], pages [0, F)
-    std::vector<PageRun> runs;                     // shared ones; the own one is added last
-    uint32_t own_first = 0;
-
-    // Array `a`'s rows from `first_row` on.
-    ByteSpan Slice(size_t a, uint64_t first_row) const {
-      const uint64_t rb = shape.row_bytes[a];
-      const uint64_t begin = ArrayOffset(shape, a) + first_row * rb;
-      return blob->bytes.subspan(begin, (shape.rows - first_row) * rb);
-    }
-  };
-  NamespaceId ns = 0;
-  Prefix prefix;
-  const PutOptions* options = nullptr;
-  bool chained = false;
-  uint32_t page_tokens = 0;
-  std::vector<LayerBlob> sorted;  // the layers by number; `layers` point into it
-  std::vector<Layer> layers;
-  SharedChain shared;  // the owners read, pinned until the put ends
-  // What the put writes.
-  PutId put_id = 0;
-  Manifest manifest;
-  RunRecord run;
-  std::vector<OwnStream> streams;
-  uint64_t own_bytes = 0;
-
-  // The chained hash at the end of `page`.
-  const Prefix& ChainAt(uint32_t page) const {
-    return options->block_chain[(uint64_t{page} + 1) * page_tokens / options->block_size - 1];
-  }
-  uint32_t MaxPages() const {
-    uint32_t n = 0;
-    for (const Layer& p : layers) n = std::max(n, p.full_pages);
-    return n;
-  }
-};
 
 PutId DbStore::NewPutId() {
   // Consecutive ids from a random start per handle: unique across crashes
@@ -185,8 +142,7 @@ Status DbStore::PlanLayers(const NamespaceSpec& spec, uint64_t token_count,
 void DbStore::HashPages(PutPlan* plan) {
   if (!plan->chained) return;
   const uint32_t page_tokens = plan->page_tokens;
-  const uint64_t chain_tokens =
-      uint64_t{plan->options->block_chain.size()} * plan->options->block_size;
+  const uint64_t chain_tokens = plan->ChainTokens();
   for (PutPlan::Layer& p : plan->layers) {
     if (p.blob->kind == Kind::kOpaque) continue;
     p.full_pages = ChainFullPages(p.shape.rows, chain_tokens, page_tokens);
@@ -213,8 +169,8 @@ Status DbStore::SharePages(PutPlan* plan) {
   for (const PutPlan::Layer& p : plan->layers) {
     wanted.push_back({p.blob->layer, p.blob->kind, p.full_pages, p.shape.row_bytes, &p.page_xxh3});
   }
-  AUXSTORE_ASSIGN_OR_RETURN(plan->shared,
-                            ledger_.ShareChain(plan->ns, plan->page_tokens, page_ends, wanted));
+  AUXSTORE_ASSIGN_OR_RETURN(plan->shared, ledger_.ShareChain(plan->ns, plan->page_tokens, page_ends,
+                                                             wanted, plan->share_from));
   for (size_t i = 0; i < plan->layers.size(); ++i) {
     plan->layers[i].runs = std::move(plan->shared.layers[i].runs);
     plan->layers[i].own_first = plan->shared.layers[i].own_first;
@@ -293,28 +249,38 @@ Status DbStore::AssemblePut(uint64_t token_count, PutPlan* plan) {
 // pages were committed with its own manifest, and it stays while a ref to it
 // exists.
 Status DbStore::StorePut(const std::string& skey, PutPlan* plan) {
-  const NamespaceId ns = plan->ns;
   CommitBatch batch;
-  if (plan->own_bytes >= options_.ingest_threshold_bytes) {
-    AUXSTORE_RETURN_IF_ERROR(WriteIngested(ns, plan->put_id, skey, plan->streams));
-    AUXSTORE_RETURN_IF_ERROR(FromRocks(
-        batch.rocks.Delete(cf_[kMeta], kIntentPrefix + PutKey(ns, plan->put_id)), "batch"));
-  } else {
-    // Records and manifest in one WriteBatch: atomic, never orphaned.
-    AUXSTORE_RETURN_IF_ERROR(ForEachRecord(
-        ns, plan->put_id, plan->streams, [&](const std::string& k, const std::string& v) {
-          return FromRocks(batch.rocks.Put(cf_[kRecords], k, v), "batch a record");
-        }));
-  }
-  PutEntries entries;
-  entries.snapshot = {ns, plan->prefix};
-  entries.put = plan->put_id;
-  entries.run = plan->streams.empty() ? nullptr : &plan->run;
-  for (const auto& [o, bytes] : plan->shared.owners) entries.owners.push_back(o);
+  AUXSTORE_RETURN_IF_ERROR(StageRecords(skey, plan, &batch));
+  const PutEntries entries = EntriesOf(*plan);
   const bool shares = !entries.owners.empty();
   return ledger_.CommitPut(entries, &batch, [&](CommitBatch* b) {
-    return CommitManifest(&b->rocks, ns, plan->prefix, plan->manifest, shares);
+    return CommitManifest(&b->rocks, plan->ns, plan->prefix, plan->manifest, shares);
   });
+}
+
+// The put's own streams: big ones as an SST ingested under a write intent
+// (the intent's removal joins `batch`), small ones in `batch`.
+Status DbStore::StageRecords(const std::string& skey, const PutPlan* plan, CommitBatch* batch) {
+  const NamespaceId ns = plan->ns;
+  if (plan->own_bytes >= options_.ingest_threshold_bytes) {
+    AUXSTORE_RETURN_IF_ERROR(WriteIngested(ns, plan->put_id, skey, plan->streams));
+    return FromRocks(batch->rocks.Delete(cf_[kMeta], kIntentPrefix + PutKey(ns, plan->put_id)),
+                     "batch");
+  }
+  // Records and manifest in one WriteBatch: atomic, never orphaned.
+  return ForEachRecord(ns, plan->put_id, plan->streams,
+                       [&](const std::string& k, const std::string& v) {
+                         return FromRocks(batch->rocks.Put(cf_[kRecords], k, v), "batch a record");
+                       });
+}
+
+PutEntries DbStore::EntriesOf(const PutPlan& plan) {
+  PutEntries entries;
+  entries.snapshot = {plan.ns, plan.prefix};
+  entries.put = plan.put_id;
+  entries.run = plan.streams.empty() ? nullptr : &plan.run;
+  for (const auto& [o, bytes] : plan.shared.owners) entries.owners.push_back(o);
+  return entries;
 }
 
 Status DbStore::ForEachRecord(NamespaceId ns, PutId put, std::span<const OwnStream> streams,

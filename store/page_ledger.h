@@ -93,6 +93,17 @@ class SharedChain {
   NamespaceId ns_ = 0;
 };
 
+// Where a put looks for pages to share: the page index (the first put that
+// stored each page), nowhere (it stores every page itself), or one put only
+// (compaction's re-layout, docs/format.md "Re-layout").
+struct ShareFrom {
+  enum class Source { kIndex, kNone, kPut } source = Source::kIndex;
+  PutId put = 0;  // kPut
+  static ShareFrom Index() { return {}; }
+  static ShareFrom None() { return {Source::kNone, 0}; }
+  static ShareFrom Put(PutId p) { return {Source::kPut, p}; }
+};
+
 // What one put adds to the ledger with its manifest.
 struct PutEntries {
   SnapshotId snapshot;
@@ -158,10 +169,11 @@ class PageLedger {
   // end of each page 0, 1, ...) with the same bytes as `layers`, and pins
   // them. A page is shared when its owner stored that page of the same
   // layer, kind and row sizes with the same hashes; sharing of a layer stops
-  // at its first page that is not.
+  // at its first page that is not. `from` says where owners are looked for.
   virtual Result<SharedChain> ShareChain(NamespaceId ns, uint32_t page_tokens,
                                          std::span<const Prefix> page_ends,
-                                         std::span<const LayerPages> layers) = 0;
+                                         std::span<const LayerPages> layers,
+                                         ShareFrom from = ShareFrom::Index()) = 0;
   // Adds `put`'s run record, the page entries of its chain pages no put holds
   // yet, and its refs to `batch`, then runs `commit`, under the ledger's lock.
   virtual Status CommitPut(const PutEntries& put, CommitBatch* batch, const CommitFn& commit) = 0;
@@ -181,6 +193,16 @@ class PageLedger {
                                                      std::span<const PutId> used,
                                                      CommitBatch* batch,
                                                      const CommitFn& commit) = 0;
+  // A snapshot stored again under a new put (compaction's re-layout): in one
+  // commit, under the ledger's lock, what CommitPut adds for `put`, and the
+  // release of the old put `old_self`'s refs to `old_used` with the reclaim
+  // of each that nothing else holds (as ReleaseSnapshot). The page entries
+  // of the puts reclaimed go to whichever of `put`'s own put and its owners
+  // holds the same chain page, so later puts keep sharing them. Returns the
+  // puts reclaimed: their records are the caller's to delete, after it.
+  virtual Result<std::vector<PutId>> CommitRewrite(const PutEntries& put, PutId old_self,
+                                                   std::span<const PutId> old_used,
+                                                   CommitBatch* batch, const CommitFn& commit) = 0;
   // Drops one pin of `put` (SharedChain does); the last one reclaims it
   // when nobody uses it any more.
   virtual void Unpin(NamespaceId ns, PutId put) = 0;

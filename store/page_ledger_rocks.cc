@@ -12,6 +12,7 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <set>
 
 #include "format/byte_order.h"
 #include "format/envelope.h"
@@ -72,31 +73,40 @@ bool HoldsSamePage(const RunRecord& owner, uint32_t page_tokens, const LayerPage
 
 Result<SharedChain> RocksPageLedger::ShareChain(NamespaceId ns, uint32_t page_tokens,
                                                 std::span<const Prefix> page_ends,
-                                                std::span<const LayerPages> layers) {
+                                                std::span<const LayerPages> layers,
+                                                ShareFrom from) {
   SharedChain out(this, ns);
   out.layers.resize(layers.size());
-  if (page_ends.empty()) return out;
-  std::vector<std::string> keys;
-  keys.reserve(page_ends.size());
-  for (const Prefix& end : page_ends) keys.push_back(PageKey(ns, page_tokens, end));
-  std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
-  std::vector<rocksdb::PinnableSlice> values(keys.size());
-  std::vector<rocksdb::Status> statuses(keys.size());
+  if (page_ends.empty() || from.source == ShareFrom::Source::kNone) return out;
   std::lock_guard lock(mu_);
-  db_->MultiGet(rocksdb::ReadOptions(), cf_[kPages], keys.size(), slices.data(), values.data(),
-                statuses.data());
-  std::vector<PutId> owner_at(keys.size(), 0);
+  std::vector<PutId> owner_at(page_ends.size(), 0);
   std::map<PutId, std::optional<RunRecord>> runs;
-  for (size_t pg = 0; pg < keys.size(); ++pg) {
-    if (statuses[pg].IsNotFound()) continue;
-    if (!statuses[pg].ok()) return FromRocks(statuses[pg], "look up pages");
-    PutId o = 0;
-    uint32_t at = 0;
-    if (!DecodePageRef(keys[pg], Bytes(values[pg]), &o, &at) || at != pg) continue;
-    owner_at[pg] = o;
-    if (!runs.count(o)) {
-      auto rec = LoadRun(ns, o);
-      runs[o] = rec.ok() ? std::move(*rec) : std::nullopt;
+  auto load = [&](PutId o) {
+    if (runs.count(o)) return;
+    auto rec = LoadRun(ns, o);
+    runs[o] = rec.ok() ? std::move(*rec) : std::nullopt;
+  };
+  if (from.source == ShareFrom::Source::kPut) {
+    // Every page from that put, where it holds the page (HoldsSamePage).
+    std::fill(owner_at.begin(), owner_at.end(), from.put);
+    load(from.put);
+  } else {
+    std::vector<std::string> keys;
+    keys.reserve(page_ends.size());
+    for (const Prefix& end : page_ends) keys.push_back(PageKey(ns, page_tokens, end));
+    std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+    std::vector<rocksdb::PinnableSlice> values(keys.size());
+    std::vector<rocksdb::Status> statuses(keys.size());
+    db_->MultiGet(rocksdb::ReadOptions(), cf_[kPages], keys.size(), slices.data(), values.data(),
+                  statuses.data());
+    for (size_t pg = 0; pg < keys.size(); ++pg) {
+      if (statuses[pg].IsNotFound()) continue;
+      if (!statuses[pg].ok()) return FromRocks(statuses[pg], "look up pages");
+      PutId o = 0;
+      uint32_t at = 0;
+      if (!DecodePageRef(keys[pg], Bytes(values[pg]), &o, &at) || at != pg) continue;
+      owner_at[pg] = o;
+      load(o);
     }
   }
   for (size_t i = 0; i < layers.size(); ++i) {
@@ -125,10 +135,16 @@ Result<SharedChain> RocksPageLedger::ShareChain(NamespaceId ns, uint32_t page_to
 
 Status RocksPageLedger::CommitPut(const PutEntries& put, CommitBatch* batch,
                                   const CommitFn& commit) {
+  std::lock_guard lock(mu_);
+  AddPutEntriesLocked(put, {}, batch);
+  return commit(batch);
+}
+
+void RocksPageLedger::AddPutEntriesLocked(const PutEntries& put, const std::set<PutId>& reclaimed,
+                                          CommitBatch* batch) {
   const NamespaceId ns = put.snapshot.ns;
   const std::string skey = SnapshotKey(ns, put.snapshot.prefix);
   rocksdb::WriteBatch& b = batch->rocks;
-  std::lock_guard lock(mu_);
   if (put.run != nullptr) {
     const RunRecord& run = *put.run;
     const std::string rkey = PutKey(ns, put.put);
@@ -137,16 +153,71 @@ Status RocksPageLedger::CommitPut(const PutEntries& put, CommitBatch* batch,
     (void)b.Put(cf_[kRefs], RefKey(ns, put.put, put.put), skey);
     for (size_t i = 0; i < run.chain.size(); ++i) {
       const std::string pkey = PageKey(ns, run.page_tokens, run.chain[i]);
-      std::string present;
-      rocksdb::Status g = db_->Get(rocksdb::ReadOptions(), cf_[kPages], pkey, &present);
-      if (!g.IsNotFound()) continue;  // the first writer's stays
+      if (!PageEntryFreeLocked(pkey, reclaimed)) continue;  // the first writer's stays
       (void)b.Put(cf_[kPages], pkey,
                   EncodePageRef(ns, run.page_tokens, run.chain[i], put.put,
                                 run.chain_first_page + static_cast<uint32_t>(i)));
     }
   }
   for (PutId o : put.owners) (void)b.Put(cf_[kRefs], RefKey(ns, o, put.put), skey);
-  return commit(batch);
+}
+
+// Whether page entry `pkey` may be written: none is stored, or the stored one
+// names a put this batch reclaims.
+bool RocksPageLedger::PageEntryFreeLocked(const std::string& pkey,
+                                          const std::set<PutId>& reclaimed) {
+  std::string present;
+  rocksdb::Status g = db_->Get(rocksdb::ReadOptions(), cf_[kPages], pkey, &present);
+  if (g.IsNotFound()) return true;
+  PutId o = 0;
+  uint32_t page = 0;
+  return g.ok() && DecodePageRef(pkey, Bytes(present), &o, &page) && reclaimed.count(o) > 0;
+}
+
+Result<std::vector<PutId>> RocksPageLedger::CommitRewrite(const PutEntries& put, PutId old_self,
+                                                          std::span<const PutId> old_used,
+                                                          CommitBatch* batch,
+                                                          const CommitFn& commit) {
+  const NamespaceId ns = put.snapshot.ns;
+  std::set<PutId> still_read(put.owners.begin(), put.owners.end());
+  std::vector<PutId> garbage;
+  std::lock_guard lock(mu_);
+  for (PutId o : old_used) {
+    (void)batch->rocks.Delete(cf_[kRefs], RefKey(ns, o, old_self));
+    if (still_read.count(o)) continue;  // the new put refs it in this batch
+    AUXSTORE_ASSIGN_OR_RETURN(bool others, HasRefsOtherThanLocked(ns, o, old_self));
+    if (others || pins_.count({ns, o})) continue;
+    AUXSTORE_ASSIGN_OR_RETURN(bool reclaimed, AddReclaimLocked(ns, o, batch));
+    if (reclaimed) garbage.push_back(o);
+  }
+  const std::set<PutId> reclaimed(garbage.begin(), garbage.end());
+  AddPutEntriesLocked(put, reclaimed, batch);
+  // The page entries of the reclaimed puts, to the owners that hold the
+  // same chain pages (the new put's own took theirs above).
+  std::set<std::string> taken;
+  if (put.run != nullptr) {
+    for (const Prefix& end : put.run->chain) taken.insert(PageKey(ns, put.run->page_tokens, end));
+  }
+  for (PutId o : put.owners) {
+    AUXSTORE_ASSIGN_OR_RETURN(std::optional<RunRecord> run, LoadRun(ns, o));
+    if (!run) continue;
+    for (size_t i = 0; i < run->chain.size(); ++i) {
+      const std::string pkey = PageKey(ns, run->page_tokens, run->chain[i]);
+      if (!taken.insert(pkey).second) continue;
+      std::string present;
+      PutId holder = 0;
+      uint32_t page = 0;
+      if (!db_->Get(rocksdb::ReadOptions(), cf_[kPages], pkey, &present).ok() ||
+          !DecodePageRef(pkey, Bytes(present), &holder, &page) || !reclaimed.count(holder)) {
+        continue;  // absent stays absent: RemoveStalePageEntries' rule
+      }
+      (void)batch->rocks.Put(cf_[kPages], pkey,
+                             EncodePageRef(ns, run->page_tokens, run->chain[i], o,
+                                           run->chain_first_page + static_cast<uint32_t>(i)));
+    }
+  }
+  AUXSTORE_RETURN_IF_ERROR(commit(batch));
+  return garbage;
 }
 
 Result<size_t> RocksPageLedger::LeadingStoredPages(NamespaceId ns, uint32_t page_tokens,

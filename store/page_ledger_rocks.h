@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <mutex>
+#include <set>
 #include <utility>
 
 #include "store/page_ledger.h"
@@ -36,7 +37,8 @@ class RocksPageLedger final : public PageLedger {
 
   Result<SharedChain> ShareChain(NamespaceId ns, uint32_t page_tokens,
                                  std::span<const Prefix> page_ends,
-                                 std::span<const LayerPages> layers) override;
+                                 std::span<const LayerPages> layers,
+                                 ShareFrom from = ShareFrom::Index()) override;
   Status CommitPut(const PutEntries& put, CommitBatch* batch, const CommitFn& commit) override;
   Result<size_t> LeadingStoredPages(NamespaceId ns, uint32_t page_tokens,
                                     std::span<const Prefix> page_ends) override;
@@ -44,6 +46,9 @@ class RocksPageLedger final : public PageLedger {
   Result<std::vector<PutId>> ReleaseSnapshot(NamespaceId ns, PutId self,
                                              std::span<const PutId> used, CommitBatch* batch,
                                              const CommitFn& commit) override;
+  Result<std::vector<PutId>> CommitRewrite(const PutEntries& put, PutId old_self,
+                                           std::span<const PutId> old_used, CommitBatch* batch,
+                                           const CommitFn& commit) override;
   void Unpin(NamespaceId ns, PutId put) override;
   Result<bool> ReclaimIfUnused(NamespaceId ns, PutId put) override;
   Result<std::optional<RunRecord>> LoadRun(NamespaceId ns, PutId put) override;
@@ -83,6 +88,10 @@ class RocksPageLedger final : public PageLedger {
   // Adds the removal of `owner`'s run record and page entries to `batch`;
   // false when it has no run record.
   Result<bool> AddReclaimLocked(NamespaceId ns, PutId owner, CommitBatch* batch);
+  // CommitPut's entries; a page entry naming a put in `reclaimed` is taken over.
+  void AddPutEntriesLocked(const PutEntries& put, const std::set<PutId>& reclaimed,
+                           CommitBatch* batch);
+  bool PageEntryFreeLocked(const std::string& pkey, const std::set<PutId>& reclaimed);
   Result<bool> Absent(int cf, const std::string& key);
 
   const std::unique_ptr<rocksdb::DB>& db_;

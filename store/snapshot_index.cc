@@ -53,6 +53,19 @@ void SnapshotIndex::Removed(const std::string& key) {
   if (!ready_) changed_during_load_.insert(key);
 }
 
+void SnapshotIndex::Relaid(const std::string& key,
+                           std::vector<std::pair<std::string, uint64_t>> uses) {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return;
+  IndexEntry e = it->second;
+  e.uses = std::move(uses);
+  const uint64_t stamp = e.stamp;
+  EraseLocked(it);
+  AddLocked(key, e, stamp);
+  if (!ready_) changed_during_load_.insert(key);
+}
+
 void SnapshotIndex::Touched(const std::string& key, int64_t now_ms) {
   TouchedAll(std::span(&key, 1), now_ms);
 }

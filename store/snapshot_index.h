@@ -41,6 +41,9 @@ class SnapshotIndex {
   // key: SnapshotKey(ns, prefix).
   void Added(const std::string& key, const IndexEntry& e);
   void Removed(const std::string& key);
+  // The snapshot `key` stored again under other puts (compaction's
+  // re-layout): what it reads changes, its recency and bytes do not.
+  void Relaid(const std::string& key, std::vector<std::pair<std::string, uint64_t>> uses);
   void Touched(const std::string& key, int64_t now_ms);
   // Touched for each key under one lock (a batched read's snapshots: its
   // pool threads would otherwise take turns on the lock once a snapshot).

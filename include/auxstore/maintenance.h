@@ -92,6 +92,14 @@ struct CompactOptions {
   uint64_t max_bytes = 0;            // 0 = no budget (least recently used go first)
   std::vector<NamespaceId> keep_ns;  // non-empty: drop every other namespace
   std::vector<NamespaceId> drop_ns;
+  // Lay each chain's pages out in the order its longest snapshot reads them
+  // (docs/format.md, "Re-layout"): a snapshot that reads its pages from two
+  // or more earlier puts is stored again, once, as one stream (the longest
+  // of a chain whole; each shorter one then reads its pages from that
+  // stream, its own put keeping only its tail rows), and the puts nobody
+  // reads any more are reclaimed. Each snapshot moves in one commit; a
+  // leased one is left as it is. Holds one snapshot's bytes in memory.
+  bool relayout = true;
 };
 
 struct CompactReport {
@@ -100,6 +108,10 @@ struct CompactReport {
   uint64_t disk_bytes_before = 0, disk_bytes_after = 0;  // the store directory
   uint64_t dropped_by_namespace = 0, expired = 0, evicted = 0;
   uint64_t orphan_puts_removed = 0, orphan_records_removed = 0, stale_entries_removed = 0;
+  // The re-layout: snapshots stored again, the bytes their new puts wrote,
+  // and snapshots it left as they were because a lease, a concurrent change
+  // or a failed read stopped it (the read quarantines what it finds damaged).
+  uint64_t relaid_snapshots = 0, relaid_bytes = 0, relayout_skipped = 0;
 
   uint64_t disk_bytes_freed() const {
     return disk_bytes_before > disk_bytes_after ? disk_bytes_before - disk_bytes_after : 0;

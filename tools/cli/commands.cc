@@ -186,7 +186,10 @@ int RunCompact(Context& c, const std::string& path, const CompactOptions& o,
                    {"evicted", r->evicted},
                    {"orphan_puts_removed", r->orphan_puts_removed},
                    {"orphan_records_removed", r->orphan_records_removed},
-                   {"stale_entries_removed", r->stale_entries_removed}})
+                   {"stale_entries_removed", r->stale_entries_removed},
+                   {"relaid_snapshots", r->relaid_snapshots},
+                   {"relaid_bytes", r->relaid_bytes},
+                   {"relayout_skipped", r->relayout_skipped}})
                  .dump(2)
           << "\n";
   } else {
@@ -197,6 +200,8 @@ int RunCompact(Context& c, const std::string& path, const CompactOptions& o,
           << " expired, " << r->evicted << " evicted, " << r->orphan_puts_removed
           << " orphan puts, " << r->orphan_records_removed << " stray records, "
           << r->stale_entries_removed << " stale entries\n"
+          << "re-laid out:   " << r->relaid_snapshots << " snapshots (" << r->relaid_bytes
+          << " bytes written), " << r->relayout_skipped << " left as they were\n"
           << "disk bytes:    " << r->disk_bytes_before << " -> " << r->disk_bytes_after
           << " (freed " << r->disk_bytes_freed() << ")\n";
   }
@@ -410,14 +415,17 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
 
   auto* compact = app.add_subcommand(
       "compact",
-      "Remove orphans, expired, dropped-namespace and over-budget snapshots, then "
-      "compact (needs the store to itself)");
+      "Remove orphans, expired, dropped-namespace and over-budget snapshots, lay each "
+      "chain's pages out as one stream, then compact (needs the store to itself)");
   common(compact);
   compact->add_option("--ttl", co.ttl_seconds, "remove snapshots older than this many seconds");
   compact->add_option("--max-bytes", co.max_bytes,
                       "evict least-recently-used snapshots down to this payload size");
   compact->add_option("--keep-ns", keep_ns, "keep only these namespaces (hex ids)");
   compact->add_option("--drop-ns", drop_ns, "remove these namespaces' snapshots (hex ids)");
+  bool keep_layout = false;
+  compact->add_flag("--keep-layout", keep_layout,
+                    "leave every chain's pages where they are (no re-layout into one stream)");
   with_shared(compact,
               "also drop the pool's expired leases and reclaim its unnamed pages older than 60 s");
   compact->callback([&] {
@@ -429,6 +437,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
           (list == &keep_ns ? co.keep_ns : co.drop_ns).push_back(*id);
         }
       }
+      co.relayout = !keep_layout;
       return RunCompact(c, path, co, shared);
     };
   });

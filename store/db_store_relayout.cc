@@ -1,0 +1,313 @@
+// Compaction's re-layout (CompactOptions::relayout; docs/format.md
+// "Re-layout"): a chain's pages laid out in the order its longest snapshot
+// reads them, so that a paged restore is one sequential read again.
+//
+// Paged puts store only the pages no earlier put of the chain stored, so the
+// longest snapshot of a chain of n turns reads each layer from n owners'
+// streams, one short range in each (issue 25: chain (a)'s cold restore at
+// 0.69-0.85 of the same snapshot stored whole). Longest first:
+//  - a snapshot whose pages a base of its chain holds (a put holding the
+//    chain from page 0 in one stream) is moved to read them all there: its
+//    own new put keeps only its tail rows;
+//  - else one reading its pages from two or more puts is stored again,
+//    sharing what the base that holds most of its pages has, or nothing
+//    (then it is the base of its chain: all its pages in one stream);
+//  - else (its pages in its own stream, or one put's then its own) it is
+//    left as it is: its layers are one or two ranges already.
+// So a linear chain ends as one stream of all its pages, read by every
+// snapshot of it, each with its tail, and nothing else; every put it read
+// before is reclaimed. A branch reads the common pages from the base and
+// its own past them (its shorter snapshots may then hold copies of pages a
+// longer one of the branch holds too: space for sequential reads).
+//
+// Each move is one synced commit (PageLedger::CommitRewrite): the new
+// manifest (same layers, same layer digests: the bytes were read back and
+// verified) with its run record, refs and page entries, and the release of
+// the old put's refs with the reclaim of every put nobody reads any more;
+// their records go after the commit, as an erase's do. A crash at any point
+// leaves every snapshot whole, in its old layout or its new one, and at
+// worst records `compact` removes as orphans.
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "format/envelope.h"
+#include "format/manifest.h"
+#include "store/bytes.h"
+#include "store/db_store.h"
+#include "store/keys.h"
+#include "store/put_plan.h"
+
+namespace auxstore::store_internal {
+
+// The puts that hold a whole chain from page 0 in one stream, by (namespace,
+// page size, chained hash at the end of page 0).
+struct DbStore::RelayoutBases {
+  std::map<std::tuple<NamespaceId, uint32_t, Prefix>, std::vector<PutId>> by_first_page;
+  std::map<std::pair<NamespaceId, PutId>, RunRecord> runs;
+
+  void Add(NamespaceId ns, const RunRecord& run, PutId put) {
+    if (run.chain_first_page != 0 || run.chain.empty()) return;
+    by_first_page[{ns, run.page_tokens, run.chain[0]}].push_back(put);
+    runs[{ns, put}] = run;
+  }
+};
+
+namespace {
+
+// The largest number of full pages any layer of `m` has.
+uint32_t PagesOf(const Manifest& m) {
+  uint32_t pages = 0;
+  for (const LayerEntry& l : m.layers) pages = std::max(pages, l.full_pages());
+  return pages;
+}
+
+// The puts other than its own that `m`'s pages come from.
+std::set<PutId> OtherOwners(const Manifest& m) {
+  std::set<PutId> owners;
+  for (const LayerEntry& l : m.layers) {
+    for (const PageRun& r : l.runs) {
+      if (r.owner != m.put_id) owners.insert(r.owner);
+    }
+  }
+  return owners;
+}
+
+bool SameLayers(const Manifest& a, const Manifest& b) {
+  if (a.layers.size() != b.layers.size() || a.token_count != b.token_count) return false;
+  for (size_t i = 0; i < a.layers.size(); ++i) {
+    const LayerEntry &x = a.layers[i], &y = b.layers[i];
+    if (x.layer != y.layer || x.kind != y.kind || x.bytes != y.bytes || x.xxh3 != y.xxh3 ||
+        x.header != y.header || x.rows != y.rows || x.row_bytes != y.row_bytes) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Whether `base` holds every page of `m` (whose pages' owners' run records
+// are `runs`) with the same hashes.
+bool CoveredBy(const Manifest& m, const std::map<PutId, std::optional<RunRecord>>& runs,
+               const RunRecord& base) {
+  for (const LayerEntry& l : m.layers) {
+    if (l.runs.empty()) continue;
+    const RunLayer* bl = base.FindLayer(l.layer);
+    if (bl == nullptr || bl->kind != l.kind || bl->first_page != 0 || bl->pages < l.full_pages() ||
+        bl->arrays.size() != l.row_bytes.size()) {
+      return false;
+    }
+    for (const PageRun& r : l.runs) {
+      const RunLayer* ol = runs.at(r.owner)->FindLayer(l.layer);
+      if (ol == nullptr || ol->arrays.size() != bl->arrays.size()) return false;
+      for (uint32_t p = r.first_page; p < r.first_page + r.pages; ++p) {
+        if (p < ol->first_page || p >= ol->first_page + ol->pages) return false;
+        for (size_t a = 0; a < bl->arrays.size(); ++a) {
+          if (ol->arrays[a].row_bytes != bl->arrays[a].row_bytes ||
+              ol->arrays[a].page_xxh3[p - ol->first_page] != bl->arrays[a].page_xxh3[p]) {
+            return false;
+          }
+        }
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Status DbStore::RelayoutChains(CompactReport* report) {
+  // Snapshots with pages, longest first (ties by key: a stable order).
+  std::vector<std::pair<uint32_t, std::string>> todo;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(rocksdb::ReadOptions(), cf_[kManifests]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      auto m = DecodeManifestRecord(it->key().ToString(), Bytes(it->value()));
+      if (!m.ok() || m->page_tokens == 0) continue;  // a damaged one is verify's
+      const uint32_t pages = PagesOf(*m);
+      if (pages > 0) todo.emplace_back(pages, it->key().ToString());
+    }
+    AUXSTORE_RETURN_IF_ERROR(FromRocks(it->status(), "list snapshots to lay out"));
+  }
+  std::stable_sort(todo.begin(), todo.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  RelayoutBases bases;
+  for (const auto& [pages, key] : todo) {
+    AUXSTORE_RETURN_IF_ERROR(RelayoutSnapshot(key, &bases, report));
+  }
+  return Status::Ok();
+}
+
+// One snapshot: left as it is (a base when it holds all its pages), or
+// stored again. Errors that concern only this snapshot (gone, leased,
+// changed meanwhile, damaged) count as skipped; others stop the compaction.
+Status DbStore::RelayoutSnapshot(const std::string& skey, RelayoutBases* bases,
+                                 CompactReport* report) {
+  NamespaceId ns = 0;
+  Prefix prefix;
+  if (!ParseSnapshotKey(skey, &ns, &prefix)) return Status::Ok();
+  auto skip = [&] {
+    ++report->relayout_skipped;
+    return Status::Ok();
+  };
+  std::string seen_value;
+  {
+    rocksdb::Status g = db_->Get(rocksdb::ReadOptions(), cf_[kManifests], skey, &seen_value);
+    if (g.IsNotFound()) return Status::Ok();  // erased since the listing
+    if (!g.ok()) return FromRocks(g, "look up prefix " + prefix.ToHex());
+  }
+  auto decoded = DecodeManifestRecord(skey, Bytes(seen_value));
+  if (!decoded.ok()) return Status::Ok();
+  const auto old = std::make_shared<const Manifest>(std::move(*decoded));
+  const std::set<PutId> others = OtherOwners(*old);
+
+  // The chained hash at the end of each page, from the run records of the
+  // puts that stored them (a put stores the hashes of the pages it stored).
+  // A run record rebuilt without its chain (docs/durability.md, "Repair")
+  // cannot say: the snapshot is left as it is.
+  const uint32_t page_tokens = old->page_tokens;
+  std::vector<Prefix> page_ends(PagesOf(*old));
+  std::vector<bool> known(page_ends.size(), false);
+  std::map<PutId, std::optional<RunRecord>> runs;
+  for (const LayerEntry& l : old->layers) {
+    for (const PageRun& r : l.runs) {
+      if (!runs.count(r.owner)) {
+        auto loaded = ledger_.LoadRun(ns, r.owner);
+        if (!loaded.ok() && !loaded.error().IsCorruption()) return loaded.error();
+        runs[r.owner] = loaded.ok() ? std::move(*loaded) : std::nullopt;
+      }
+      const std::optional<RunRecord>& run = runs[r.owner];
+      for (uint32_t p = r.first_page; p < r.first_page + r.pages; ++p) {
+        if (!run || run->page_tokens != page_tokens || p < run->chain_first_page ||
+            p - run->chain_first_page >= run->chain.size()) {
+          return skip();
+        }
+        const Prefix& end = run->chain[p - run->chain_first_page];
+        if (known[p] && !(page_ends[p] == end)) return skip();
+        page_ends[p] = end;
+        known[p] = true;
+      }
+    }
+  }
+  if (std::find(known.begin(), known.end(), false) != known.end()) return skip();
+
+  // A base of its chain laid out already that holds all its pages: it
+  // should read them there (and keep only its tail).
+  std::vector<PutId> candidates;
+  if (auto found = bases->by_first_page.find({ns, page_tokens, page_ends[0]});
+      found != bases->by_first_page.end()) {
+    candidates = found->second;
+  }
+  PutId covering = 0;
+  for (PutId base : candidates) {
+    if (CoveredBy(*old, runs, bases->runs.at({ns, base}))) {
+      covering = base;
+      break;
+    }
+  }
+  if (covering != 0) {
+    const bool there =
+        others == std::set<PutId>{covering} &&
+        std::all_of(old->layers.begin(), old->layers.end(), [&](const LayerEntry& l) {
+          return std::all_of(l.runs.begin(), l.runs.end(),
+                             [&](const PageRun& r) { return r.owner == covering; });
+        });
+    if (there) return Status::Ok();
+  } else if (others.empty()) {  // every page in its own stream: a base
+    if (runs.count(old->put_id) && runs[old->put_id])
+      bases->Add(ns, *runs[old->put_id], old->put_id);
+    return Status::Ok();
+  } else if (others.size() == 1) {
+    return Status::Ok();  // one stream of pages, then its own: two ranges a layer
+  }
+  if (index_.Leased(skey, NowUnixMs())) return skip();
+
+  // Its bytes, read back and verified (a damaged one is quarantined by the
+  // read, as any read's; nothing is touched: no hit, no recency).
+  std::vector<std::vector<uint8_t>> blobs;
+  std::vector<LayerBlob> layers;
+  blobs.reserve(old->layers.size());
+  for (const LayerEntry& l : old->layers) {
+    blobs.emplace_back(l.bytes);
+    auto read =
+        CopyLayerInto(ns, prefix, old, l.layer, blobs.back(), NewPieceReader(ns, ReadMode{}));
+    if (!read.ok()) {
+      if (read.error().IsNotFound() || read.error().IsCorruption()) return skip();
+      return read.error();
+    }
+    layers.push_back({l.layer, l.kind, blobs.back()});
+  }
+
+  // The new put, planned as PutSnapshot plans one, from the page hashes above.
+  AUXSTORE_ASSIGN_OR_RETURN(NamespaceSpec spec, NamespaceSpecFor(ns));
+  PutOptions put;
+  put.created_unix_ms = old->created_unix_ms;
+  put.token_digest = old->token_digest;
+  PutPlan plan;
+  plan.ns = ns;
+  plan.prefix = prefix;
+  plan.options = &put;
+  AUXSTORE_RETURN_IF_ERROR(PlanLayers(spec, old->token_count, layers, &plan));
+  plan.chained = true;
+  plan.page_tokens = page_tokens;
+  plan.page_ends = std::move(page_ends);
+  HashPages(&plan);
+  // Else the base that holds most of its pages, if any does.
+  PutId best = covering;
+  if (best == 0) {
+    uint64_t best_pages = 0;
+    for (PutId base : candidates) {
+      plan.share_from = ShareFrom::Put(base);
+      AUXSTORE_RETURN_IF_ERROR(SharePages(&plan));
+      uint64_t shared = 0;
+      for (const PutPlan::Layer& l : plan.layers) shared += l.own_first;
+      if (shared > best_pages) best_pages = shared, best = base;
+    }
+  }
+  plan.share_from = best != 0 ? ShareFrom::Put(best) : ShareFrom::None();
+  AUXSTORE_RETURN_IF_ERROR(SharePages(&plan));
+  AUXSTORE_RETURN_IF_ERROR(AssemblePut(old->token_count, &plan));
+  if (!SameLayers(*old, plan.manifest)) {
+    // The same bytes must give the same layers: anything else is a bug,
+    // and the snapshot stays as it was.
+    return Status::Internal("re-layout of prefix " + prefix.ToHex() + " in namespace " +
+                            NamespaceHex(ns) + " computed other layer digests than its manifest's");
+  }
+
+  // The move: one commit, under the key's lock, if nothing changed it.
+  KeyLock key_lock(this, skey);
+  std::string now_value;
+  if (!db_->Get(rocksdb::ReadOptions(), cf_[kManifests], skey, &now_value).ok() ||
+      now_value != seen_value || index_.Leased(skey, NowUnixMs())) {
+    return skip();
+  }
+  CommitBatch batch;
+  AUXSTORE_RETURN_IF_ERROR(StageRecords(skey, &plan, &batch));
+  const std::vector<PutId> old_used = UsedPuts(*old);
+  AUXSTORE_ASSIGN_OR_RETURN(
+      std::vector<PutId> garbage,
+      ledger_.CommitRewrite(
+          EntriesOf(plan), old->put_id, old_used, &batch, [&](CommitBatch* b) -> Status {
+            const std::string value = EncodeEnvelope(Bytes(skey), RecordKind::kManifest,
+                                                     Bytes(EncodeManifest(plan.manifest)));
+            AUXSTORE_RETURN_IF_ERROR(
+                FromRocks(b->rocks.Put(cf_[kManifests], skey, value), "batch"));
+            // Synced whatever the store's durability: it
+            // replaces a snapshot already acknowledged.
+            return Commit(&b->rocks, /*sync=*/true, "lay out the pages of " + prefix.ToHex());
+          }));
+  std::vector<std::pair<std::string, uint64_t>> uses;
+  for (const auto& [o, bytes] : plan.shared.owners) uses.emplace_back(PutKey(ns, o), bytes);
+  if (!plan.streams.empty()) uses.emplace_back(PutKey(ns, plan.put_id), plan.run.stored_bytes());
+  index_.Relaid(skey, std::move(uses));
+  ++report->relaid_snapshots;
+  report->relaid_bytes += plan.own_bytes;
+  if (plan.shared.owners.empty()) bases->Add(ns, plan.run, plan.put_id);
+  plan.shared.Release();
+  for (PutId o : garbage) AUXSTORE_RETURN_IF_ERROR(DeleteRecordsOfPut(ns, o));
+  return Status::Ok();
+}
+
+}  // namespace auxstore::store_internal

@@ -1,0 +1,224 @@
+// Compaction's re-layout (CompactOptions::relayout, docs/format.md
+// "Re-layout"): the pages of a chain end in one stream that every snapshot
+// of the chain reads in order, nothing else of it is kept, and every
+// snapshot reads back exactly as before.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "auxstore/maintenance.h"
+#include "tests/store/paged_sequence.h"
+#include "tests/store/store_test_fixture.h"
+
+namespace auxstore {
+namespace {
+
+using testing::kBlock;
+using testing::Sequence;
+
+class StoreRelayoutTest : public testing::StoreFixture {
+ protected:
+  // Turns of 16k + 8 tokens: each reads the full pages of the turns before
+  // it and stores three pages and 8 tail rows of its own.
+  static constexpr uint64_t kTurns[] = {40, 88, 136, 184, 232, 280};
+  static constexpr uint64_t kLongest = 280;
+
+  std::vector<std::vector<uint8_t>> Put(const Sequence& seq, const Prefix& prefix, uint64_t n) {
+    auto blobs = seq.Blobs(n);
+    const std::vector<LayerBlob> layers{{0, Kind::kQsa, blobs[0]}, {1, Kind::kDsa, blobs[1]}};
+    const std::vector<Prefix> chain = seq.Chain(n);  // block_chain is a view
+    PutOptions o;
+    o.block_chain = chain;
+    o.block_size = kBlock;
+    Status s = store_->PutSnapshot(ns_, prefix, n, layers, o);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return blobs;
+  }
+  // Puts every turn of `seq` under prefixes PrefixFromSeed(n + salt).
+  std::map<uint64_t, std::vector<std::vector<uint8_t>>> PutTurns(const Sequence& seq,
+                                                                 uint64_t salt = 0) {
+    std::map<uint64_t, std::vector<std::vector<uint8_t>>> turns;
+    for (uint64_t n : kTurns) turns[n] = Put(seq, testing::PrefixFromSeed(n + salt), n);
+    return turns;
+  }
+  void ExpectReads(const std::map<uint64_t, std::vector<std::vector<uint8_t>>>& turns,
+                   uint64_t salt = 0) {
+    for (const auto& [n, blobs] : turns) {
+      for (uint32_t layer = 0; layer < blobs.size(); ++layer) {
+        auto got = store_->GetLayer(ns_, testing::PrefixFromSeed(n + salt), layer);
+        ASSERT_TRUE(got.ok()) << n << " tokens, layer " << layer << ": " << got.status().ToString();
+        EXPECT_TRUE(*got == blobs[layer]) << n << " tokens, layer " << layer << " differs";
+      }
+    }
+  }
+  // The puts whose pages the snapshot of n tokens reads, layer by layer.
+  std::set<PutId> PageOwners(uint64_t n, uint64_t salt = 0) {
+    std::set<PutId> owners;
+    const Manifest m = store_->GetManifest(ns_, testing::PrefixFromSeed(n + salt)).value();
+    for (const LayerEntry& l : m.layers)
+      for (const PageRun& r : l.runs) owners.insert(r.owner);
+    return owners;
+  }
+  CompactReport Compact(CompactOptions o = {}) {
+    auto r = store_->Compact(o);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : CompactReport{};
+  }
+  void ExpectClean(uint64_t snapshots) {
+    auto v = store_->Verify();
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    EXPECT_TRUE(v->clean());
+    EXPECT_EQ(v->snapshots_ok, snapshots);
+    EXPECT_EQ(v->orphan_puts, 0u);
+    EXPECT_EQ(v->orphan_records, 0u);
+    EXPECT_EQ(v->stale_entries, 0u);
+  }
+
+  const Sequence seq_{testing::TestSpec(), 1, 1024};
+};
+
+TEST_F(StoreRelayoutTest, CompactLaysAChainOutAsOneStreamThatEveryTurnReads) {
+  const auto turns = PutTurns(seq_);
+  EXPECT_EQ(PageOwners(kLongest).size(), 6u) << "before: the longest reads six puts' streams";
+  const uint64_t unique_before = store_->Stats().unique_bytes;
+
+  const CompactReport r = Compact();
+  EXPECT_EQ(r.relaid_snapshots, 6u);
+  EXPECT_EQ(r.relayout_skipped, 0u);
+  ExpectReads(turns);
+
+  const Manifest longest = store_->GetManifest(ns_, testing::PrefixFromSeed(kLongest)).value();
+  for (const LayerEntry& l : longest.layers) {
+    ASSERT_EQ(l.runs.size(), 1u) << "layer " << l.layer << ": one run";
+    EXPECT_EQ(l.runs[0].owner, longest.put_id) << "its own stream";
+    EXPECT_EQ(l.full_pages(), 17u);
+  }
+  for (uint64_t n : kTurns) {
+    EXPECT_EQ(PageOwners(n), std::set<PutId>{longest.put_id}) << n << " tokens";
+  }
+  // The longest's stream, and each shorter turn's 8 tail rows: the bytes a
+  // chain holds do not grow, and every put it read before is reclaimed.
+  EXPECT_EQ(store_->Stats().unique_bytes, unique_before);
+  EXPECT_EQ(unique_before, seq_.RowBytes(kLongest + 5 * 8));
+  ExpectClean(6);
+
+  EXPECT_EQ(Compact().relaid_snapshots, 0u) << "a second compaction moves nothing";
+
+  // The page index names the new stream: a later turn shares its 17 pages.
+  const uint64_t written = store_->Stats().bytes_written;
+  const auto next = Put(seq_, testing::PrefixFromSeed(328), 328);
+  EXPECT_EQ(store_->Stats().bytes_written - written, seq_.RowBytes(328 - 272));
+  EXPECT_EQ(PageOwners(328).count(longest.put_id), 1u);
+
+  Close();
+  Open();
+  ExpectReads(turns);
+  ExpectReads({{328, next}});
+  ExpectClean(7);
+}
+
+TEST_F(StoreRelayoutTest, TwoChainsOfOneNamespaceEachGetTheirOwnStream) {
+  const Sequence other(testing::TestSpec(), 77, 1024);
+  const auto a = PutTurns(seq_);
+  const auto b = PutTurns(other, /*salt=*/1000);
+  const CompactReport r = Compact();
+  EXPECT_EQ(r.relaid_snapshots, 12u);
+  ExpectReads(a);
+  ExpectReads(b, 1000);
+  const std::set<PutId> base_a = PageOwners(kLongest), base_b = PageOwners(kLongest, 1000);
+  ASSERT_EQ(base_a.size(), 1u);
+  ASSERT_EQ(base_b.size(), 1u);
+  EXPECT_NE(*base_a.begin(), *base_b.begin());
+  for (uint64_t n : kTurns) {
+    EXPECT_EQ(PageOwners(n), base_a);
+    EXPECT_EQ(PageOwners(n, 1000), base_b);
+  }
+  ExpectClean(12);
+}
+
+TEST_F(StoreRelayoutTest, ReadersBesideTheMoveReadTheBytesOrNotFoundNeverDamage) {
+  const auto turns = PutTurns(seq_);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> exact{0}, replaced{0}, wrong{0};
+  std::vector<std::string> failures;
+  std::thread reader([&] {
+    while (!stop.load()) {
+      for (const auto& [n, blobs] : turns) {
+        for (uint32_t layer = 0; layer < blobs.size(); ++layer) {
+          auto got = store_->GetLayer(ns_, testing::PrefixFromSeed(n), layer);
+          if (got.ok() && *got == blobs[layer]) {
+            ++exact;
+          } else if (!got.ok() && got.status().IsNotFound()) {
+            ++replaced;
+          } else {
+            ++wrong;
+            if (failures.size() < 4)
+              failures.push_back(got.ok() ? "other bytes" : got.status().ToString());
+          }
+        }
+      }
+    }
+  });
+  for (int round = 0; round < 6; ++round) {
+    // Erase and put the turns again between compactions: each one moves
+    // the whole chain under the reader.
+    if (round > 0) {
+      for (uint64_t n : kTurns) ASSERT_TRUE(store_->Erase(ns_, testing::PrefixFromSeed(n)).ok());
+      PutTurns(seq_);
+    }
+    EXPECT_EQ(Compact().relaid_snapshots, 6u);
+  }
+  stop = true;
+  reader.join();
+  EXPECT_EQ(wrong.load(), 0u) << (failures.empty() ? "" : failures[0]);
+  EXPECT_GT(exact.load(), 0u);
+  EXPECT_EQ(store_->Stats().quarantines, 0u) << "a move is never taken for damage";
+  ExpectReads(turns);
+  ExpectClean(6);
+}
+
+TEST_F(StoreRelayoutTest, ALeasedSnapshotKeepsItsLayout) {
+  const auto turns = PutTurns(seq_);
+  const Prefix longest = testing::PrefixFromSeed(kLongest);
+  const Manifest before = store_->GetManifest(ns_, longest).value();
+  ASSERT_TRUE(store_->AcquireLease(ns_, longest).ok());
+  const CompactReport r = Compact();
+  EXPECT_GE(r.relayout_skipped, 1u);
+  EXPECT_EQ(store_->GetManifest(ns_, longest)->put_id, before.put_id);
+  EXPECT_EQ(PageOwners(kLongest).size(), 6u);
+  ExpectReads(turns);
+  ExpectClean(6);
+}
+
+TEST_F(StoreRelayoutTest, WithRelayoutOffCompactLeavesEveryPageWhereItIs) {
+  const auto turns = PutTurns(seq_);
+  std::map<uint64_t, PutId> puts;
+  for (uint64_t n : kTurns) puts[n] = store_->GetManifest(ns_, testing::PrefixFromSeed(n))->put_id;
+  CompactOptions o;
+  o.relayout = false;
+  const CompactReport r = Compact(o);
+  EXPECT_EQ(r.relaid_snapshots, 0u);
+  for (uint64_t n : kTurns) {
+    EXPECT_EQ(store_->GetManifest(ns_, testing::PrefixFromSeed(n))->put_id, puts[n]);
+  }
+  EXPECT_EQ(PageOwners(kLongest).size(), 6u);
+  ExpectReads(turns);
+}
+
+TEST_F(StoreRelayoutTest, AnUnchainedStoreIsLeftAsItIs) {
+  const auto blobs = seq_.Blobs(200);
+  const std::vector<LayerBlob> layers{{0, Kind::kQsa, blobs[0]}, {1, Kind::kDsa, blobs[1]}};
+  ASSERT_TRUE(store_->PutSnapshot(ns_, testing::PrefixFromSeed(1), 200, layers).ok());
+  const CompactReport r = Compact();
+  EXPECT_EQ(r.relaid_snapshots, 0u);
+  EXPECT_EQ(r.relayout_skipped, 0u);
+  for (uint32_t layer = 0; layer < 2; ++layer) {
+    EXPECT_TRUE(store_->GetLayer(ns_, testing::PrefixFromSeed(1), layer).value() == blobs[layer]);
+  }
+  ExpectClean(1);
+}
+
+}  // namespace
+}  // namespace auxstore
