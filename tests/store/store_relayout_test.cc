@@ -207,6 +207,23 @@ TEST_F(StoreRelayoutTest, WithRelayoutOffCompactLeavesEveryPageWhereItIs) {
   ExpectReads(turns);
 }
 
+TEST_F(StoreRelayoutTest, AChainReadInRangesOfAMebibyteAndMoreIsLeftAsItIs) {
+  // Turns of 32768 tokens each: every run is 4 MiB of QSA rows and 2 + 2
+  // MiB + 32 KiB of DSA rows, 1.4 MiB a range on average.
+  NamespaceSpec spec = testing::TestSpec("long-context");
+  spec.qsa.max_tokens = spec.dsa.capacity = 3 * 32768;
+  ns_ = store_->RegisterNamespace(spec).value();
+  const Sequence big(spec, 5, 3 * 32768);
+  std::map<uint64_t, std::vector<std::vector<uint8_t>>> turns;
+  for (uint64_t n : {32768, 65536, 98304}) turns[n] = Put(big, testing::PrefixFromSeed(n), n);
+  ASSERT_EQ(PageOwners(98304).size(), 3u);
+  const CompactReport r = Compact();
+  EXPECT_EQ(r.relaid_snapshots, 0u);
+  EXPECT_EQ(PageOwners(98304).size(), 3u);
+  ExpectReads(turns);
+  ExpectClean(3);
+}
+
 TEST_F(StoreRelayoutTest, AnUnchainedStoreIsLeftAsItIs) {
   const auto blobs = seq_.Blobs(200);
   const std::vector<LayerBlob> layers{{0, Kind::kQsa, blobs[0]}, {1, Kind::kDsa, blobs[1]}};
