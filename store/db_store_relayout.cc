@@ -9,12 +9,12 @@
 //  - a snapshot whose pages a base of its chain holds (a put holding the
 //    chain from page 0 in one stream) is moved to read them all there: its
 //    own new put keeps only its tail rows;
-//  - else one reading its pages from two or more puts, in ranges shorter
+//  - else one reading its pages from two or more puts, in runs shorter
 //    than 1 MiB on average, is stored again, sharing what the base that
 //    holds most of its pages has, or nothing (then it is the base of its
 //    chain: all its pages in one stream);
 //  - else (its pages in its own stream, one put's then its own, or long
-//    ranges that the reader reads ahead in parallel) it is left as it is.
+//    runs that the reader reads ahead in parallel) it is left as it is.
 // So a linear chain ends as one stream of all its pages, read by every
 // snapshot of it, each with its tail, and nothing else; every put it read
 // before is reclaimed. A branch reads the common pages from the base and
@@ -76,24 +76,24 @@ std::set<PutId> OtherOwners(const Manifest& m) {
   return owners;
 }
 
-// A restore of `m` reads one key range per run and array of each layer.
-// Ranges of 1 MiB and more are read ahead each on its own iterator (the
-// layer reader's kOwnIteratorBytes), so several of them read about as fast
-// as one (chain bench (b), 2 MiB ranges: paged 1.17 x whole, laid out
-// 0.87); short ones cost a seek each (chain (a), 128 KiB: 0.81 -> 1.0).
-constexpr uint64_t kLongRangeBytes = uint64_t{1} << 20;
+// A restore of `m` reads each run of a layer from its owner's records of
+// that layer (its arrays are neighbours in key order). Runs of 1 MiB and
+// more are read in pieces that each get an iterator of their own and are
+// read ahead (the layer reader's kOwnIteratorBytes), so several owners read
+// about as fast as one (chain bench (b), 2.1 MB a run: paged 1.09-1.17 x
+// whole, laid out 0.79-0.87); short runs cost a seek each (chain (a),
+// 131 KB a run: 0.81-0.89 -> 1.0).
+constexpr uint64_t kLongRunBytes = uint64_t{1} << 20;
 
-bool ReadsShortRanges(const Manifest& m) {
-  uint64_t bytes = 0, ranges = 0;
+bool ReadsShortRuns(const Manifest& m) {
+  uint64_t bytes = 0, runs = 0;
   for (const LayerEntry& l : m.layers) {
     for (const PageRun& r : l.runs) {
-      for (uint32_t row_bytes : l.row_bytes) {
-        bytes += uint64_t{r.pages} * m.page_tokens * row_bytes;
-        ++ranges;
-      }
+      for (uint32_t row_bytes : l.row_bytes) bytes += uint64_t{r.pages} * m.page_tokens * row_bytes;
+      ++runs;
     }
   }
-  return ranges > 0 && bytes / ranges < kLongRangeBytes;
+  return runs > 0 && bytes / runs < kLongRunBytes;
 }
 
 bool SameLayers(const Manifest& a, const Manifest& b) {
@@ -242,8 +242,8 @@ Status DbStore::RelayoutSnapshot(const std::string& skey, RelayoutBases* bases,
     return Status::Ok();
   } else if (others.size() == 1) {
     return Status::Ok();  // one stream of pages, then its own: two ranges a layer
-  } else if (!ReadsShortRanges(*old)) {
-    return Status::Ok();  // long ranges: read ahead as fast as one
+  } else if (!ReadsShortRuns(*old)) {
+    return Status::Ok();  // long runs: read ahead about as fast as one
   }
   if (index_.Leased(skey, NowUnixMs())) return skip();
 

@@ -208,8 +208,8 @@ TEST_F(StoreRelayoutTest, WithRelayoutOffCompactLeavesEveryPageWhereItIs) {
 }
 
 TEST_F(StoreRelayoutTest, AChainReadInRangesOfAMebibyteAndMoreIsLeftAsItIs) {
-  // Turns of 32768 tokens each: every run is 4 MiB of QSA rows and 2 + 2
-  // MiB + 32 KiB of DSA rows, 1.4 MiB a range on average.
+  // Turns of 32768 tokens each: every run (a layer's pages from one owner)
+  // is 4 MiB of QSA rows, or 2 + 2 MiB + 32 KiB of DSA rows.
   NamespaceSpec spec = testing::TestSpec("long-context");
   spec.qsa.max_tokens = spec.dsa.capacity = 3 * 32768;
   ns_ = store_->RegisterNamespace(spec).value();
