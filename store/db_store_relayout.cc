@@ -5,21 +5,22 @@
 // Paged puts store only the pages no earlier put of the chain stored, so the
 // longest snapshot of a chain of n turns reads each layer from n owners'
 // streams, one short range in each (issue 25: chain (a)'s cold restore at
-// 0.69-0.85 of the same snapshot stored whole). Longest first:
+// 0.69-0.85 of the same snapshot stored whole). Only linear families are
+// laid out (every snapshot's pages a prefix of the longest's: then the
+// pages end in one stream holding each once; branches would need copies).
+// Longest first:
 //  - a snapshot whose pages a base of its chain holds (a put holding the
 //    chain from page 0 in one stream) is moved to read them all there: its
 //    own new put keeps only its tail rows;
 //  - else one reading its pages from two or more puts, in runs shorter
-//    than 1 MiB on average, is stored again, sharing what the base that
-//    holds most of its pages has, or nothing (then it is the base of its
-//    chain: all its pages in one stream);
+//    than 1 MiB on average, is stored again, sharing what a base (or the
+//    put of its page 0) holding at least half of its pages has, or nothing
+//    (then it is the base of its chain: all its pages in one stream);
 //  - else (its pages in its own stream, one put's then its own, or long
 //    runs that the reader reads ahead in parallel) it is left as it is.
 // So a linear chain ends as one stream of all its pages, read by every
 // snapshot of it, each with its tail, and nothing else; every put it read
-// before is reclaimed. A branch reads the common pages from the base and
-// its own past them (its shorter snapshots may then hold copies of pages a
-// longer one of the branch holds too: space for sequential reads).
+// before is reclaimed.
 //
 // Each move is one synced commit (PageLedger::CommitRewrite): the new
 // manifest (same layers, same layer digests: the bytes were read back and
@@ -111,7 +112,12 @@ bool SameLayers(const Manifest& a, const Manifest& b) {
 // Whether `base` holds every page of `m` (whose pages' owners' run records
 // are `runs`) with the same hashes.
 bool CoveredBy(const Manifest& m, const std::map<PutId, std::optional<RunRecord>>& runs,
-               const RunRecord& base) {
+               std::span<const Prefix> page_ends, const RunRecord& base) {
+  // The same chain (tokens), not only the same bytes.
+  if (base.chain_first_page != 0 || base.chain.size() < page_ends.size() ||
+      !std::equal(page_ends.begin(), page_ends.end(), base.chain.begin())) {
+    return false;
+  }
   for (const LayerEntry& l : m.layers) {
     if (l.runs.empty()) continue;
     const RunLayer* bl = base.FindLayer(l.layer);
@@ -136,21 +142,152 @@ bool CoveredBy(const Manifest& m, const std::map<PutId, std::optional<RunRecord>
   return true;
 }
 
+// The pages of a snapshot as its owners' run records say: the chained
+// hash at the end of each page, and per layer its kind, row sizes and page
+// XXH3s ([array][page]). nullopt when a run record cannot say.
+struct SnapshotPages {
+  std::vector<Prefix> ends;
+  struct Layer {
+    Kind kind;
+    std::vector<uint32_t> row_bytes;
+    std::vector<std::vector<uint64_t>> xxh3;
+  };
+  std::map<uint32_t, Layer> layers;
+
+  // Whether `longer` holds every page of this one: the same chain, and
+  // each layer's pages with the same bytes.
+  bool PrefixOf(const SnapshotPages& longer) const {
+    if (ends.size() > longer.ends.size() ||
+        !std::equal(ends.begin(), ends.end(), longer.ends.begin())) {
+      return false;
+    }
+    for (const auto& [layer, l] : layers) {
+      auto it = longer.layers.find(layer);
+      if (it == longer.layers.end() || it->second.kind != l.kind ||
+          it->second.row_bytes != l.row_bytes) {
+        return false;
+      }
+      for (size_t a = 0; a < l.xxh3.size(); ++a) {
+        const auto& mine = l.xxh3[a];
+        const auto& theirs = it->second.xxh3[a];
+        if (mine.size() > theirs.size() || !std::equal(mine.begin(), mine.end(), theirs.begin())) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+};
+
+std::optional<SnapshotPages> PagesFromRuns(const Manifest& m,
+                                           const std::function<const RunRecord*(PutId)>& run_of) {
+  SnapshotPages out;
+  out.ends.resize(PagesOf(m));
+  std::vector<bool> known(out.ends.size(), false);
+  for (const LayerEntry& l : m.layers) {
+    if (l.runs.empty()) continue;
+    SnapshotPages::Layer& pl = out.layers[l.layer];
+    pl.kind = l.kind;
+    pl.row_bytes = l.row_bytes;
+    pl.xxh3.assign(l.row_bytes.size(), {});
+    for (const PageRun& r : l.runs) {
+      const RunRecord* run = run_of(r.owner);
+      const RunLayer* rl = run ? run->FindLayer(l.layer) : nullptr;
+      if (rl == nullptr || run->page_tokens != m.page_tokens ||
+          rl->arrays.size() != l.row_bytes.size()) {
+        return std::nullopt;
+      }
+      for (uint32_t p = r.first_page; p < r.first_page + r.pages; ++p) {
+        if (p < rl->first_page || p >= rl->first_page + rl->pages || p < run->chain_first_page ||
+            p - run->chain_first_page >= run->chain.size()) {
+          return std::nullopt;
+        }
+        const Prefix& end = run->chain[p - run->chain_first_page];
+        if (known[p] && !(out.ends[p] == end)) return std::nullopt;
+        out.ends[p] = end;
+        known[p] = true;
+        for (size_t a = 0; a < rl->arrays.size(); ++a) {
+          pl.xxh3[a].push_back(rl->arrays[a].page_xxh3[p - rl->first_page]);
+        }
+      }
+    }
+  }
+  if (std::find(known.begin(), known.end(), false) != known.end()) return std::nullopt;
+  return out;
+}
+
 }  // namespace
 
 Status DbStore::RelayoutChains(CompactReport* report) {
-  // Snapshots with pages, longest first (ties by key: a stable order).
-  std::vector<std::pair<uint32_t, std::string>> todo;
+  // The paged snapshots, grouped by the puts they read: snapshots that read
+  // a common put (transitively) are one chain family.
+  struct Entry {
+    std::string key;
+    NamespaceId ns = 0;
+    uint32_t pages = 0;
+    Manifest manifest;
+  };
+  std::vector<Entry> entries;
+  std::map<std::pair<NamespaceId, PutId>, std::pair<NamespaceId, PutId>> parent;
+  auto find = [&](std::pair<NamespaceId, PutId> x) {
+    while (parent.count(x) && parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
   {
     std::unique_ptr<rocksdb::Iterator> it(
         db_->NewIterator(rocksdb::ReadOptions(), cf_[kManifests]));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      Entry e;
+      Prefix prefix;
+      if (!ParseSnapshotKey(it->key().ToStringView(), &e.ns, &prefix)) continue;
       auto m = DecodeManifestRecord(it->key().ToString(), Bytes(it->value()));
       if (!m.ok() || m->page_tokens == 0) continue;  // a damaged one is verify's
-      const uint32_t pages = PagesOf(*m);
-      if (pages > 0) todo.emplace_back(pages, it->key().ToString());
+      e.pages = PagesOf(*m);
+      if (e.pages == 0) continue;
+      e.key = it->key().ToString();
+      e.manifest = std::move(*m);
+      const auto self = std::make_pair(e.ns, e.manifest.put_id);
+      if (!parent.count(self)) parent[self] = self;
+      for (const LayerEntry& l : e.manifest.layers) {
+        for (const PageRun& r : l.runs) {
+          const auto o = std::make_pair(e.ns, r.owner);
+          if (!parent.count(o)) parent[o] = o;
+          parent[find(o)] = find(self);
+        }
+      }
+      entries.push_back(std::move(e));
     }
     AUXSTORE_RETURN_IF_ERROR(FromRocks(it->status(), "list snapshots to lay out"));
+  }
+  std::map<std::pair<NamespaceId, PutId>, std::vector<const Entry*>> families;
+  for (const Entry& e : entries) families[find({e.ns, e.manifest.put_id})].push_back(&e);
+
+  // Only linear families are laid out: every snapshot's pages a prefix of
+  // its longest one's. Their pages then end in one stream that holds each
+  // page once, as before, so the store never grows; a family with branches
+  // would need a copy of each branch's pages per turn (a base must start at
+  // page 0), and is left as it is.
+  std::vector<std::pair<uint32_t, std::string>> todo;
+  for (auto& [root, members] : families) {
+    std::stable_sort(members.begin(), members.end(),
+                     [](const Entry* a, const Entry* b) { return a->pages > b->pages; });
+    std::map<PutId, std::optional<RunRecord>> runs;
+    auto run_of = [&](PutId put) -> const RunRecord* {
+      auto it = runs.find(put);
+      if (it == runs.end()) {
+        auto loaded = ledger_.LoadRun(root.first, put);
+        it = runs.emplace(put, loaded.ok() ? std::move(*loaded) : std::nullopt).first;
+      }
+      return it->second ? &*it->second : nullptr;
+    };
+    const auto longest = PagesFromRuns(members.front()->manifest, run_of);
+    bool linear = longest.has_value();
+    for (size_t i = 1; linear && i < members.size(); ++i) {
+      const auto pages = PagesFromRuns(members[i]->manifest, run_of);
+      linear = pages && pages->PrefixOf(*longest);
+    }
+    if (!linear) continue;
+    for (const Entry* e : members) todo.emplace_back(e->pages, e->key);
   }
   std::stable_sort(todo.begin(), todo.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
@@ -223,7 +360,7 @@ Status DbStore::RelayoutSnapshot(const std::string& skey, RelayoutBases* bases,
   }
   PutId covering = 0;
   for (PutId base : candidates) {
-    if (CoveredBy(*old, runs, bases->runs.at({ns, base}))) {
+    if (CoveredBy(*old, runs, page_ends, bases->runs.at({ns, base}))) {
       covering = base;
       break;
     }
@@ -277,26 +414,43 @@ Status DbStore::RelayoutSnapshot(const std::string& skey, RelayoutBases* bases,
   plan.page_tokens = page_tokens;
   plan.page_ends = std::move(page_ends);
   HashPages(&plan);
-  // Else the base that holds most of its pages, if any does.
+  // Else the base that holds most of its pages, if one holds at least half:
+  // a base laid out before (a chain that grew since reads it and writes
+  // only its new pages, not the whole chain again at every compaction), or
+  // the put holding its page 0 when that one holds a stream from page 0.
   PutId best = covering;
   if (best == 0) {
+    if (const PutId first = old->layers.empty() || old->layers[0].runs.empty()
+                                ? old->put_id
+                                : old->layers[0].runs[0].owner;
+        first != old->put_id && runs.count(first) && runs[first] &&
+        runs[first]->chain_first_page == 0 &&
+        std::all_of(runs[first]->layers.begin(), runs[first]->layers.end(),
+                    [](const RunLayer& l) { return l.first_page == 0; }) &&
+        std::find(candidates.begin(), candidates.end(), first) == candidates.end()) {
+      candidates.push_back(first);
+    }
+    uint64_t total = 0;
+    for (const PutPlan::Layer& l : plan.layers) total += l.full_pages;
     uint64_t best_pages = 0;
     for (PutId base : candidates) {
       plan.share_from = ShareFrom::Put(base);
       AUXSTORE_RETURN_IF_ERROR(SharePages(&plan));
       uint64_t shared = 0;
       for (const PutPlan::Layer& l : plan.layers) shared += l.own_first;
-      if (shared > best_pages) best_pages = shared, best = base;
+      if (shared > best_pages && 2 * shared >= total) best_pages = shared, best = base;
     }
   }
   plan.share_from = best != 0 ? ShareFrom::Put(best) : ShareFrom::None();
   AUXSTORE_RETURN_IF_ERROR(SharePages(&plan));
   AUXSTORE_RETURN_IF_ERROR(AssemblePut(old->token_count, &plan));
   if (!SameLayers(*old, plan.manifest)) {
-    // The same bytes must give the same layers: anything else is a bug,
-    // and the snapshot stays as it was.
-    return Status::Internal("re-layout of prefix " + prefix.ToHex() + " in namespace " +
-                            NamespaceHex(ns) + " computed other layer digests than its manifest's");
+    // The same bytes must give the same layers: anything else is a bug; the
+    // snapshot stays as it was, and the compaction goes on.
+    Log(LogLevel::kError, "re-layout of prefix " + prefix.ToHex() + " in namespace " +
+                              NamespaceHex(ns) +
+                              " computed other layer digests than its manifest's; left as it is");
+    return skip();
   }
 
   // The move: one commit, under the key's lock, if nothing changed it.

@@ -69,6 +69,13 @@ bool HoldsSamePage(const RunRecord& owner, uint32_t page_tokens, const LayerPage
   return true;
 }
 
+// Whether `owner` stored chain page `pg` under chained hash `end` (the page
+// index says so for the owners it names; a put named directly must too).
+bool HoldsChainPage(const RunRecord& owner, uint32_t pg, const Prefix& end) {
+  return pg >= owner.chain_first_page && pg - owner.chain_first_page < owner.chain.size() &&
+         owner.chain[pg - owner.chain_first_page] == end;
+}
+
 }  // namespace
 
 Result<SharedChain> RocksPageLedger::ShareChain(NamespaceId ns, uint32_t page_tokens,
@@ -117,7 +124,9 @@ Result<SharedChain> RocksPageLedger::ShareChain(NamespaceId ns, uint32_t page_to
       const PutId o = owner_at[pg];
       const auto run = runs.find(o);
       if (o == 0 || run == runs.end() || !run->second ||
-          !HoldsSamePage(*run->second, page_tokens, want, pg)) {
+          !HoldsSamePage(*run->second, page_tokens, want, pg) ||
+          (from.source == ShareFrom::Source::kPut &&
+           !HoldsChainPage(*run->second, pg, page_ends[pg]))) {
         break;
       }
       if (!share.runs.empty() && share.runs.back().owner == o) {

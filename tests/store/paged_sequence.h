@@ -2,6 +2,7 @@
 // DSA blobs of its first n tokens, and its block chain.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -24,6 +25,21 @@ class Sequence {
         g_(RandomBytes(max_tokens * spec.dsa.index_head_dim * 2, seed + 2)),
         v_(RandomBytes(max_tokens, seed + 3)) {
     for (uint64_t t = 0; t < max_tokens; ++t) tokens_.push_back(static_cast<uint32_t>(seed + t));
+  }
+
+  // A branch of this conversation: the same tokens and rows for its first
+  // `fork` tokens, its own (from `seed`) after them.
+  Sequence Fork(uint64_t fork, uint64_t seed) const {
+    Sequence b(spec_, seed, tokens_.size());
+    auto keep = [](const std::vector<uint8_t>& from, std::vector<uint8_t>* to, uint64_t bytes) {
+      std::copy(from.begin(), from.begin() + bytes, to->begin());
+    };
+    keep(keys_, &b.keys_, fork * spec_.qsa.hd * 2);
+    keep(k_, &b.k_, fork * spec_.dsa.index_head_dim * 2);
+    keep(g_, &b.g_, fork * spec_.dsa.index_head_dim * 2);
+    keep(v_, &b.v_, fork);
+    std::copy(tokens_.begin(), tokens_.begin() + fork, b.tokens_.begin());
+    return b;
   }
 
   std::vector<uint8_t> Qsa(uint64_t n) const {

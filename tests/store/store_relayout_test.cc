@@ -179,6 +179,53 @@ TEST_F(StoreRelayoutTest, ReadersBesideTheMoveReadTheBytesOrNotFoundNeverDamage)
   ExpectClean(6);
 }
 
+TEST_F(StoreRelayoutTest, AChainWithABranchIsLeftAsItIsAndTheStoreNeverGrows) {
+  // The trunk's turns, and a branch forked at 136 tokens (its turns read the
+  // trunk's first 8 pages and their own after them): laying the family out
+  // would need the branch's pages once per turn, so it is left; a linear
+  // chain beside it in the same namespace is laid out.
+  const auto trunk = PutTurns(seq_);
+  const Sequence branch_seq = seq_.Fork(136, 99);
+  std::map<uint64_t, std::vector<std::vector<uint8_t>>> branch;
+  for (uint64_t n : {184, 232, 280})
+    branch[n] = Put(branch_seq, testing::PrefixFromSeed(n + 500), n);
+  ASSERT_GT(PageOwners(280, 500).size(), 1u) << "the branch shares the trunk's pages";
+  const Sequence other(testing::TestSpec(), 77, 1024);
+  const auto linear = PutTurns(other, /*salt=*/1000);
+  const uint64_t unique_before = store_->Stats().unique_bytes;
+  const std::set<PutId> trunk_owners = PageOwners(kLongest);
+
+  const CompactReport r = Compact();
+  EXPECT_EQ(r.relaid_snapshots, 6u) << "the linear chain only";
+  EXPECT_EQ(PageOwners(kLongest), trunk_owners);
+  EXPECT_EQ(PageOwners(kLongest, 1000).size(), 1u);
+  EXPECT_EQ(store_->Stats().unique_bytes, unique_before);
+  ExpectReads(trunk);
+  ExpectReads(branch, 500);
+  ExpectReads(linear, 1000);
+  ExpectClean(15);
+}
+
+TEST_F(StoreRelayoutTest, AChainThatGrewSinceItsLastCompactionWritesOnlyItsNewPages) {
+  auto turns = PutTurns(seq_);
+  ASSERT_EQ(Compact().relaid_snapshots, 6u);
+  const PutId base = store_->GetManifest(ns_, testing::PrefixFromSeed(kLongest))->put_id;
+  // Two more turns: the longest reads the base's 17 pages, the turn before
+  // it and its own.
+  for (uint64_t n : {328, 376}) turns[n] = Put(seq_, testing::PrefixFromSeed(n), n);
+  const CompactReport r = Compact();
+  EXPECT_EQ(r.relaid_snapshots, 1u);
+  EXPECT_EQ(r.relaid_bytes, seq_.RowBytes(376 - 272)) << "pages 17-22 and the tail, not the chain";
+  const Manifest m = store_->GetManifest(ns_, testing::PrefixFromSeed(376)).value();
+  for (const LayerEntry& l : m.layers) {
+    ASSERT_EQ(l.runs.size(), 2u);
+    EXPECT_EQ(l.runs[0].owner, base);
+    EXPECT_EQ(l.runs[1].owner, m.put_id);
+  }
+  ExpectReads(turns);
+  ExpectClean(8);
+}
+
 TEST_F(StoreRelayoutTest, ALeasedSnapshotKeepsItsLayout) {
   const auto turns = PutTurns(seq_);
   const Prefix longest = testing::PrefixFromSeed(kLongest);
