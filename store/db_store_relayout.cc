@@ -30,8 +30,8 @@
 // leaves every snapshot whole, in its old layout or its new one, and at
 // worst records `compact` removes as orphans.
 #include <algorithm>
-#include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -44,20 +44,86 @@
 
 namespace auxstore::store_internal {
 
-// The puts that hold a whole chain from page 0 in one stream, by (namespace,
-// page size, chained hash at the end of page 0).
-struct DbStore::RelayoutBases {
-  std::map<std::tuple<NamespaceId, uint32_t, Prefix>, std::vector<PutId>> by_first_page;
-  std::map<std::pair<NamespaceId, PutId>, RunRecord> runs;
+namespace {
 
-  void Add(NamespaceId ns, const RunRecord& run, PutId put) {
-    if (run.chain_first_page != 0 || run.chain.empty()) return;
-    by_first_page[{ns, run.page_tokens, run.chain[0]}].push_back(put);
-    runs[{ns, put}] = run;
+// The pages of a snapshot as its owners' run records say: the chained
+// hash at the end of each page, and per layer its kind, row sizes and page
+// XXH3s ([array][page]). nullopt when a run record cannot say.
+struct SnapshotPages {
+  std::vector<Prefix> ends;
+  struct Layer {
+    Kind kind;
+    std::vector<uint32_t> row_bytes;
+    std::vector<std::vector<uint64_t>> xxh3;
+  };
+  std::map<uint32_t, Layer> layers;
+
+  // Whether `longer` holds every page of this one: the same chain, and
+  // each layer's pages with the same bytes.
+  bool PrefixOf(const SnapshotPages& longer) const {
+    if (ends.size() > longer.ends.size() ||
+        !std::equal(ends.begin(), ends.end(), longer.ends.begin())) {
+      return false;
+    }
+    for (const auto& [layer, l] : layers) {
+      auto it = longer.layers.find(layer);
+      if (it == longer.layers.end() || it->second.kind != l.kind ||
+          it->second.row_bytes != l.row_bytes) {
+        return false;
+      }
+      for (size_t a = 0; a < l.xxh3.size(); ++a) {
+        const auto& mine = l.xxh3[a];
+        const auto& theirs = it->second.xxh3[a];
+        if (mine.size() > theirs.size() || !std::equal(mine.begin(), mine.end(), theirs.begin())) {
+          return false;
+        }
+      }
+    }
+    return true;
   }
 };
 
-namespace {
+// The pages `run` holds when it holds a chain from page 0 in one stream
+// (every layer from page 0), else nullopt.
+std::optional<SnapshotPages> PagesOfBase(const RunRecord& run) {
+  if (run.chain_first_page != 0 || run.chain.empty()) return std::nullopt;
+  SnapshotPages out;
+  out.ends = run.chain;
+  for (const RunLayer& rl : run.layers) {
+    if (rl.pages == 0) continue;
+    if (rl.first_page != 0) return std::nullopt;
+    SnapshotPages::Layer& pl = out.layers[rl.layer];
+    pl.kind = rl.kind;
+    for (const RunArray& a : rl.arrays) {
+      pl.row_bytes.push_back(a.row_bytes);
+      pl.xxh3.push_back(a.page_xxh3);
+    }
+  }
+  return out;
+}
+
+// Run records by put, loaded once each; the first read error is kept (a
+// record that does not decode reads as absent).
+class RunCache {
+ public:
+  RunCache(PageLedger* ledger, NamespaceId ns) : ledger_(ledger), ns_(ns) {}
+  const RunRecord* Get(PutId put) {
+    auto it = runs_.find(put);
+    if (it == runs_.end()) {
+      auto loaded = ledger_->LoadRun(ns_, put);
+      if (!loaded.ok() && !loaded.error().IsCorruption() && error_.ok()) error_ = loaded.error();
+      it = runs_.emplace(put, loaded.ok() ? std::move(*loaded) : std::nullopt).first;
+    }
+    return it->second ? &*it->second : nullptr;
+  }
+  const Status& error() const { return error_; }
+
+ private:
+  PageLedger* ledger_;
+  NamespaceId ns_;
+  std::map<PutId, std::optional<RunRecord>> runs_;
+  Status error_;
+};
 
 // The largest number of full pages any layer of `m` has.
 uint32_t PagesOf(const Manifest& m) {
@@ -109,78 +175,7 @@ bool SameLayers(const Manifest& a, const Manifest& b) {
   return true;
 }
 
-// Whether `base` holds every page of `m` (whose pages' owners' run records
-// are `runs`) with the same hashes.
-bool CoveredBy(const Manifest& m, const std::map<PutId, std::optional<RunRecord>>& runs,
-               std::span<const Prefix> page_ends, const RunRecord& base) {
-  // The same chain (tokens), not only the same bytes.
-  if (base.chain_first_page != 0 || base.chain.size() < page_ends.size() ||
-      !std::equal(page_ends.begin(), page_ends.end(), base.chain.begin())) {
-    return false;
-  }
-  for (const LayerEntry& l : m.layers) {
-    if (l.runs.empty()) continue;
-    const RunLayer* bl = base.FindLayer(l.layer);
-    if (bl == nullptr || bl->kind != l.kind || bl->first_page != 0 || bl->pages < l.full_pages() ||
-        bl->arrays.size() != l.row_bytes.size()) {
-      return false;
-    }
-    for (const PageRun& r : l.runs) {
-      const RunLayer* ol = runs.at(r.owner)->FindLayer(l.layer);
-      if (ol == nullptr || ol->arrays.size() != bl->arrays.size()) return false;
-      for (uint32_t p = r.first_page; p < r.first_page + r.pages; ++p) {
-        if (p < ol->first_page || p >= ol->first_page + ol->pages) return false;
-        for (size_t a = 0; a < bl->arrays.size(); ++a) {
-          if (ol->arrays[a].row_bytes != bl->arrays[a].row_bytes ||
-              ol->arrays[a].page_xxh3[p - ol->first_page] != bl->arrays[a].page_xxh3[p]) {
-            return false;
-          }
-        }
-      }
-    }
-  }
-  return true;
-}
-
-// The pages of a snapshot as its owners' run records say: the chained
-// hash at the end of each page, and per layer its kind, row sizes and page
-// XXH3s ([array][page]). nullopt when a run record cannot say.
-struct SnapshotPages {
-  std::vector<Prefix> ends;
-  struct Layer {
-    Kind kind;
-    std::vector<uint32_t> row_bytes;
-    std::vector<std::vector<uint64_t>> xxh3;
-  };
-  std::map<uint32_t, Layer> layers;
-
-  // Whether `longer` holds every page of this one: the same chain, and
-  // each layer's pages with the same bytes.
-  bool PrefixOf(const SnapshotPages& longer) const {
-    if (ends.size() > longer.ends.size() ||
-        !std::equal(ends.begin(), ends.end(), longer.ends.begin())) {
-      return false;
-    }
-    for (const auto& [layer, l] : layers) {
-      auto it = longer.layers.find(layer);
-      if (it == longer.layers.end() || it->second.kind != l.kind ||
-          it->second.row_bytes != l.row_bytes) {
-        return false;
-      }
-      for (size_t a = 0; a < l.xxh3.size(); ++a) {
-        const auto& mine = l.xxh3[a];
-        const auto& theirs = it->second.xxh3[a];
-        if (mine.size() > theirs.size() || !std::equal(mine.begin(), mine.end(), theirs.begin())) {
-          return false;
-        }
-      }
-    }
-    return true;
-  }
-};
-
-std::optional<SnapshotPages> PagesFromRuns(const Manifest& m,
-                                           const std::function<const RunRecord*(PutId)>& run_of) {
+std::optional<SnapshotPages> PagesFromRuns(const Manifest& m, RunCache* runs) {
   SnapshotPages out;
   out.ends.resize(PagesOf(m));
   std::vector<bool> known(out.ends.size(), false);
@@ -191,7 +186,7 @@ std::optional<SnapshotPages> PagesFromRuns(const Manifest& m,
     pl.row_bytes = l.row_bytes;
     pl.xxh3.assign(l.row_bytes.size(), {});
     for (const PageRun& r : l.runs) {
-      const RunRecord* run = run_of(r.owner);
+      const RunRecord* run = runs->Get(r.owner);
       const RunLayer* rl = run ? run->FindLayer(l.layer) : nullptr;
       if (rl == nullptr || run->page_tokens != m.page_tokens ||
           rl->arrays.size() != l.row_bytes.size()) {
@@ -217,6 +212,19 @@ std::optional<SnapshotPages> PagesFromRuns(const Manifest& m,
 }
 
 }  // namespace
+
+// The bases laid out so far: puts that hold a whole chain from page 0 in one
+// stream, by (namespace, page size, chained hash at the end of page 0).
+struct DbStore::RelayoutBases {
+  std::map<std::tuple<NamespaceId, uint32_t, Prefix>, std::vector<std::pair<PutId, SnapshotPages>>>
+      by_first_page;
+
+  void Add(NamespaceId ns, const RunRecord& run, PutId put) {
+    auto pages = PagesOfBase(run);
+    if (pages)
+      by_first_page[{ns, run.page_tokens, run.chain[0]}].emplace_back(put, std::move(*pages));
+  }
+};
 
 Status DbStore::RelayoutChains(CompactReport* report) {
   // The paged snapshots, grouped by the puts they read: snapshots that read
@@ -271,21 +279,14 @@ Status DbStore::RelayoutChains(CompactReport* report) {
   for (auto& [root, members] : families) {
     std::stable_sort(members.begin(), members.end(),
                      [](const Entry* a, const Entry* b) { return a->pages > b->pages; });
-    std::map<PutId, std::optional<RunRecord>> runs;
-    auto run_of = [&](PutId put) -> const RunRecord* {
-      auto it = runs.find(put);
-      if (it == runs.end()) {
-        auto loaded = ledger_.LoadRun(root.first, put);
-        it = runs.emplace(put, loaded.ok() ? std::move(*loaded) : std::nullopt).first;
-      }
-      return it->second ? &*it->second : nullptr;
-    };
-    const auto longest = PagesFromRuns(members.front()->manifest, run_of);
+    RunCache runs(&ledger_, root.first);
+    const auto longest = PagesFromRuns(members.front()->manifest, &runs);
     bool linear = longest.has_value();
     for (size_t i = 1; linear && i < members.size(); ++i) {
-      const auto pages = PagesFromRuns(members[i]->manifest, run_of);
+      const auto pages = PagesFromRuns(members[i]->manifest, &runs);
       linear = pages && pages->PrefixOf(*longest);
     }
+    AUXSTORE_RETURN_IF_ERROR(runs.error());
     if (!linear) continue;
     for (const Entry* e : members) todo.emplace_back(e->pages, e->key);
   }
@@ -321,48 +322,25 @@ Status DbStore::RelayoutSnapshot(const std::string& skey, RelayoutBases* bases,
   const auto old = std::make_shared<const Manifest>(std::move(*decoded));
   const std::set<PutId> others = OtherOwners(*old);
 
-  // The chained hash at the end of each page, from the run records of the
-  // puts that stored them (a put stores the hashes of the pages it stored).
-  // A run record rebuilt without its chain (docs/durability.md, "Repair")
-  // cannot say: the snapshot is left as it is.
+  // Its pages as the run records of the puts that stored them say (a put
+  // stores the chain hashes of the pages it stored). A run record rebuilt
+  // without its chain (docs/durability.md, "Repair") cannot say: the
+  // snapshot is left as it is.
   const uint32_t page_tokens = old->page_tokens;
-  std::vector<Prefix> page_ends(PagesOf(*old));
-  std::vector<bool> known(page_ends.size(), false);
-  std::map<PutId, std::optional<RunRecord>> runs;
-  for (const LayerEntry& l : old->layers) {
-    for (const PageRun& r : l.runs) {
-      if (!runs.count(r.owner)) {
-        auto loaded = ledger_.LoadRun(ns, r.owner);
-        if (!loaded.ok() && !loaded.error().IsCorruption()) return loaded.error();
-        runs[r.owner] = loaded.ok() ? std::move(*loaded) : std::nullopt;
-      }
-      const std::optional<RunRecord>& run = runs[r.owner];
-      for (uint32_t p = r.first_page; p < r.first_page + r.pages; ++p) {
-        if (!run || run->page_tokens != page_tokens || p < run->chain_first_page ||
-            p - run->chain_first_page >= run->chain.size()) {
-          return skip();
-        }
-        const Prefix& end = run->chain[p - run->chain_first_page];
-        if (known[p] && !(page_ends[p] == end)) return skip();
-        page_ends[p] = end;
-        known[p] = true;
-      }
-    }
-  }
-  if (std::find(known.begin(), known.end(), false) != known.end()) return skip();
+  RunCache runs(&ledger_, ns);
+  std::optional<SnapshotPages> pages = PagesFromRuns(*old, &runs);
+  AUXSTORE_RETURN_IF_ERROR(runs.error());
+  if (!pages) return skip();
 
   // A base of its chain laid out already that holds all its pages: it
   // should read them there (and keep only its tail).
   std::vector<PutId> candidates;
-  if (auto found = bases->by_first_page.find({ns, page_tokens, page_ends[0]});
-      found != bases->by_first_page.end()) {
-    candidates = found->second;
-  }
   PutId covering = 0;
-  for (PutId base : candidates) {
-    if (CoveredBy(*old, runs, page_ends, bases->runs.at({ns, base}))) {
-      covering = base;
-      break;
+  if (auto found = bases->by_first_page.find({ns, page_tokens, pages->ends[0]});
+      found != bases->by_first_page.end()) {
+    for (const auto& [base, base_pages] : found->second) {
+      candidates.push_back(base);
+      if (covering == 0 && pages->PrefixOf(base_pages)) covering = base;
     }
   }
   if (covering != 0) {
@@ -374,8 +352,7 @@ Status DbStore::RelayoutSnapshot(const std::string& skey, RelayoutBases* bases,
         });
     if (there) return Status::Ok();
   } else if (others.empty()) {  // every page in its own stream: a base
-    if (runs.count(old->put_id) && runs[old->put_id])
-      bases->Add(ns, *runs[old->put_id], old->put_id);
+    if (const RunRecord* own = runs.Get(old->put_id)) bases->Add(ns, *own, old->put_id);
     return Status::Ok();
   } else if (others.size() == 1) {
     return Status::Ok();  // one stream of pages, then its own: two ranges a layer
@@ -412,7 +389,7 @@ Status DbStore::RelayoutSnapshot(const std::string& skey, RelayoutBases* bases,
   AUXSTORE_RETURN_IF_ERROR(PlanLayers(spec, old->token_count, layers, &plan));
   plan.chained = true;
   plan.page_tokens = page_tokens;
-  plan.page_ends = std::move(page_ends);
+  plan.page_ends = std::move(pages->ends);
   HashPages(&plan);
   // Else the base that holds most of its pages, if one holds at least half:
   // a base laid out before (a chain that grew since reads it and writes
@@ -420,13 +397,11 @@ Status DbStore::RelayoutSnapshot(const std::string& skey, RelayoutBases* bases,
   // the put holding its page 0 when that one holds a stream from page 0.
   PutId best = covering;
   if (best == 0) {
-    if (const PutId first = old->layers.empty() || old->layers[0].runs.empty()
-                                ? old->put_id
-                                : old->layers[0].runs[0].owner;
-        first != old->put_id && runs.count(first) && runs[first] &&
-        runs[first]->chain_first_page == 0 &&
-        std::all_of(runs[first]->layers.begin(), runs[first]->layers.end(),
-                    [](const RunLayer& l) { return l.first_page == 0; }) &&
+    const PutId first = old->layers.empty() || old->layers[0].runs.empty()
+                            ? old->put_id
+                            : old->layers[0].runs[0].owner;
+    const RunRecord* first_run = runs.Get(first);
+    if (first != old->put_id && first_run != nullptr && PagesOfBase(*first_run) &&
         std::find(candidates.begin(), candidates.end(), first) == candidates.end()) {
       candidates.push_back(first);
     }

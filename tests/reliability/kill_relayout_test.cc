@@ -5,8 +5,9 @@
 // bit-exact (old layout or new, never torn), and `auxstore verify` finds
 // no corruption. A compaction run to its end then leaves each
 // conversation's pages in one stream that every turn reads, no orphan, no
-// stale entry. The run must have killed some compacts in the middle of the
-// re-layout (some snapshots moved, others not yet) and let others finish.
+// stale entry. A full run (ten kills or more) must have killed some
+// compacts in the middle of the re-layout (some snapshots moved, others not
+// yet) and let others finish.
 #include <gtest/gtest.h>
 #include <signal.h>
 
