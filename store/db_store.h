@@ -253,6 +253,10 @@ class DbStore final : public Store {
   class LayerCursor;
   // Row ranges' records and damage (store_rows_paged.cc).
   class RowRecords;
+  // ReadLayerRows under a loaded manifest.
+  Result<LayerRows> ReadRowsUnder(NamespaceId ns, const Prefix& prefix, const Manifest& m,
+                                  uint32_t layer, uint64_t first_row, uint64_t last_row,
+                                  std::span<uint8_t> dst);
   Status RowRecordDamaged(NamespaceId ns, const Prefix& prefix, const Manifest& m, uint32_t layer,
                           const LayerPiece& piece, Status why);
   struct ReadMode {
@@ -297,10 +301,24 @@ class DbStore final : public Store {
                                  std::span<uint8_t> dst,
                                  const std::shared_ptr<PieceReader>& records);
   // ReadLayersInto after its manifest read (and its touch), its records
-  // through `records` (null: a reader of its own).
+  // through `records` (null: a reader of its own). A snapshot replaced
+  // while read is read again under its new manifest (ReadAgainUnder).
   Status ReadLayersOf(NamespaceId ns, const Prefix& prefix,
                       std::shared_ptr<const Manifest> manifest, std::span<LayerInto> layers,
                       std::shared_ptr<PieceReader> records = nullptr);
+  // A read of `layer` under `read` that ended with `outcome`: the manifest
+  // to read it again under when the snapshot was replaced meanwhile (a put
+  // of its prefix, or Compact moving its pages) and this was read
+  // `attempt` of at most kReadAttempts; null otherwise (read, erased,
+  // unchanged, or another error). The layer reader answers a replacement
+  // with NotFound; the reads that write only the caller's buffer repeat.
+  static constexpr int kReadAttempts = 4;
+  std::shared_ptr<const Manifest> ReadAgainUnder(NamespaceId ns, const Prefix& prefix,
+                                                 const Manifest& read, uint32_t layer,
+                                                 const Status& outcome, int attempt);
+  // ReadLayer under a loaded manifest (the touch included).
+  Status StreamLayer(NamespaceId ns, const Prefix& prefix, std::shared_ptr<const Manifest> manifest,
+                     uint32_t layer, const ChunkSink& sink);
   void Touch(NamespaceId ns, const Prefix& prefix);
   // Quarantines the snapshot if its stored manifest value still passes
   // `still_same` (null: any) and returns `why`; returns NotFound when it was
@@ -392,7 +410,8 @@ class DbStore final : public Store {
   PutId next_put_id_ = 0;  // from std::random_device on first use
   bool put_id_seeded_ = false;
   std::atomic<uint64_t> hits_{0}, misses_{0}, puts_{0}, duplicate_puts_{0}, evictions_{0},
-      expirations_{0}, orphans_seen_{0}, orphans_removed_{0}, bytes_written_{0}, bytes_read_{0};
+      expirations_{0}, orphans_seen_{0}, orphans_removed_{0}, bytes_written_{0}, bytes_read_{0},
+      reads_repeated_{0};
 
   // ReadLayer's read-ahead: pieces are fetched here while the caller's
   // thread verifies and delivers the ones before.

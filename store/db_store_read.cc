@@ -167,12 +167,19 @@ Status DbStore::RecordReadError(const std::string& key, const rocksdb::Status& s
 Status DbStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
                           const ChunkSink& sink) {
   AUXSTORE_ASSIGN_OR_RETURN(Manifest m, LoadManifest(ns, prefix));
+  return StreamLayer(ns, prefix, std::make_shared<const Manifest>(std::move(m)), layer, sink);
+}
+
+Status DbStore::StreamLayer(NamespaceId ns, const Prefix& prefix,
+                            std::shared_ptr<const Manifest> manifest, uint32_t layer,
+                            const ChunkSink& sink) {
   // Reads run up to two pieces ahead on the read pool while this thread
   // verifies (envelope and layer digest in one pass) and delivers: cold
   // reads overlap the disk with the CPU work (shared/perf-notes.md: 0.80 ->
   // 0.97 x raw). The sink gets each piece where RocksDB holds it: no copy.
-  AUXSTORE_ASSIGN_OR_RETURN(auto reader,
-                            OpenCursor(ns, prefix, std::move(m), layer, ReadMode{.read_ahead = 2}));
+  AUXSTORE_ASSIGN_OR_RETURN(
+      auto reader, OpenCursor(ns, prefix, std::move(manifest), layer, ReadMode{.read_ahead = 2},
+                              NewPieceReader(ns, ReadMode{.read_ahead = 2})));
   Touch(ns, prefix);
   const LayerEntry& entry = reader->entry();
   if (!entry.header.empty()) AUXSTORE_RETURN_IF_ERROR(sink(0, entry.header));
@@ -183,16 +190,40 @@ Status DbStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
   return Status::Ok();
 }
 
+// ReadLayer's pieces go to a sink that cannot take them back, so a
+// snapshot replaced under it ends the read (NotFound); GetLayer's vector
+// starts again.
 Result<std::vector<uint8_t>> DbStore::GetLayer(NamespaceId ns, const Prefix& prefix,
                                                uint32_t layer) {
+  AUXSTORE_ASSIGN_OR_RETURN(Manifest m, LoadManifest(ns, prefix));
+  auto manifest = std::make_shared<const Manifest>(std::move(m));
   std::vector<uint8_t> out;
-  Status s = ReadLayer(ns, prefix, layer, [&](uint64_t offset, ByteSpan chunk) {
-    if (offset == 0) out.reserve(chunk.size());
+  const ChunkSink append = [&](uint64_t offset, ByteSpan chunk) {
+    if (offset == 0) out.reserve(manifest->FindLayer(layer)->bytes);
     out.insert(out.end(), chunk.begin(), chunk.end());
     return Status::Ok();
-  });
-  if (!s.ok()) return s;
-  return out;
+  };
+  for (int attempt = 1;; ++attempt) {
+    out.clear();
+    const Status s = StreamLayer(ns, prefix, manifest, layer, append);
+    if (s.ok()) return out;
+    auto again = ReadAgainUnder(ns, prefix, *manifest, layer, s, attempt);
+    if (!again) return s;
+    manifest = std::move(again);
+  }
+}
+
+std::shared_ptr<const Manifest> DbStore::ReadAgainUnder(NamespaceId ns, const Prefix& prefix,
+                                                        const Manifest& read, uint32_t layer,
+                                                        const Status& outcome, int attempt) {
+  // The layer reader's NotFound for a layer `read` has: erased or replaced.
+  if (!outcome.IsNotFound() || read.FindLayer(layer) == nullptr || attempt >= kReadAttempts) {
+    return nullptr;
+  }
+  auto now = LoadManifest(ns, prefix);
+  if (!now.ok() || *now == read) return nullptr;
+  ++reads_repeated_;
+  return std::make_shared<const Manifest>(std::move(*now));
 }
 
 // One MultiGet over the manifests of `prefixes`; a damaged manifest is
@@ -345,7 +376,10 @@ Result<uint64_t> DbStore::ReadLayerInto(NamespaceId ns, const Prefix& prefix, ui
   AUXSTORE_ASSIGN_OR_RETURN(Manifest m, LoadManifest(ns, prefix));
   auto manifest = std::make_shared<const Manifest>(std::move(m));
   if (manifest->FindLayer(layer) != nullptr) Touch(ns, prefix);
-  return CopyLayerInto(ns, prefix, manifest, layer, dst, NewPieceReader(ns, ReadMode{}));
+  LayerInto one{.layer = layer, .dst = dst};
+  (void)ReadLayersOf(ns, prefix, std::move(manifest), {&one, 1});
+  if (!one.status.ok()) return one.status;
+  return one.bytes;
 }
 
 Status DbStore::List(std::optional<NamespaceId> ns,
@@ -381,6 +415,7 @@ StoreStats DbStore::Stats() {
   s.puts = puts_;
   s.bytes_written = bytes_written_;
   s.bytes_read = bytes_read_;
+  s.reads_repeated = reads_repeated_;
   s.capacity_bytes = options_.capacity_bytes;
   s.leases = index_.leases(NowUnixMs());
   s.duplicate_puts = duplicate_puts_;

@@ -77,24 +77,32 @@ Status DbStore::ReadLayersInto(NamespaceId ns, const Prefix& prefix, std::span<L
 Status DbStore::ReadLayersOf(NamespaceId ns, const Prefix& prefix,
                              std::shared_ptr<const Manifest> manifest, std::span<LayerInto> layers,
                              std::shared_ptr<PieceReader> records) {
-  if (!records) records = NewPieceReader(ns, ReadMode{});
-  Status first;
-  for (size_t i = 0; i < layers.size(); ++i) {
-    LayerInto& l = layers[i];
-    auto got = CopyLayerInto(ns, prefix, manifest, l.layer, l.dst, records);
-    l.status = got.status();
-    l.bytes = got.ok() ? *got : 0;
-    if (got.ok()) continue;
-    if (first.ok()) first = l.status;
-    // NotFound from a layer the manifest lacks is that layer's own; from a
-    // layer it has, the snapshot was erased or replaced while read.
-    const bool own = l.status.IsNotFound() && manifest->FindLayer(l.layer) == nullptr;
-    if (!own && EndsSnapshot(l.status)) {
-      FailRest(layers, i + 1, l.status);
-      break;
+  for (int attempt = 1;; ++attempt) {
+    if (!records) records = NewPieceReader(ns, ReadMode{});
+    Status first;
+    std::shared_ptr<const Manifest> again;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      LayerInto& l = layers[i];
+      auto got = CopyLayerInto(ns, prefix, manifest, l.layer, l.dst, records);
+      l.status = got.status();
+      l.bytes = got.ok() ? *got : 0;
+      if (got.ok()) continue;
+      if (first.ok()) first = l.status;
+      // NotFound from a layer the manifest lacks is that layer's own; from a
+      // layer it has, the snapshot was erased or replaced while read.
+      const bool own = l.status.IsNotFound() && manifest->FindLayer(l.layer) == nullptr;
+      if (!own && EndsSnapshot(l.status)) {
+        // Replaced: every layer is read again, so that all of them come
+        // from one version of the snapshot.
+        again = ReadAgainUnder(ns, prefix, *manifest, l.layer, l.status, attempt);
+        if (!again) FailRest(layers, i + 1, l.status);
+        break;
+      }
     }
+    if (!again) return first;
+    manifest = std::move(again);
+    records = nullptr;  // the shared reader's iterators may be in the old put's range
   }
-  return first;
 }
 
 void DbStore::ReadSnapshotsInto(std::span<SnapshotInto> snapshots) {

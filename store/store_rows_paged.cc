@@ -69,10 +69,26 @@ class DbStore::RowRecords {
   std::map<PutId, Owner> owners_;
 };
 
+// A snapshot replaced while its rows were read (Compact moving its pages)
+// is read again under its new manifest, as ReadLayerInto does.
 Result<Store::LayerRows> DbStore::ReadLayerRows(NamespaceId ns, const Prefix& prefix,
                                                 uint32_t layer, uint64_t first_row,
                                                 uint64_t last_row, std::span<uint8_t> dst) {
   AUXSTORE_ASSIGN_OR_RETURN(Manifest m, LoadManifest(ns, prefix));
+  auto manifest = std::make_shared<const Manifest>(std::move(m));
+  for (int attempt = 1;; ++attempt) {
+    auto rows = ReadRowsUnder(ns, prefix, *manifest, layer, first_row, last_row, dst);
+    if (rows.ok()) return rows;
+    auto again = ReadAgainUnder(ns, prefix, *manifest, layer, rows.status(), attempt);
+    if (!again) return rows;
+    manifest = std::move(again);
+  }
+}
+
+Result<Store::LayerRows> DbStore::ReadRowsUnder(NamespaceId ns, const Prefix& prefix,
+                                                const Manifest& m, uint32_t layer,
+                                                uint64_t first_row, uint64_t last_row,
+                                                std::span<uint8_t> dst) {
   AUXSTORE_ASSIGN_OR_RETURN(RowsPlan plan, PlanRows(m, layer, first_row, last_row, dst.size()));
   if (plan.entry->runs.empty()) {
     return Store::ReadLayerRows(ns, prefix, layer, first_row, last_row, dst);

@@ -139,6 +139,8 @@ struct StoreStats {
   uint64_t bytes_written = 0;         // layer bytes of the puts made by this handle
   uint64_t bytes_read = 0;            // layer bytes read and verified by this handle,
                                       // headers included (whole blobs)
+  uint64_t reads_repeated = 0;        // reads into caller memory that met their snapshot replaced
+                                      // (a put, Compact's re-layout) and read it again
   uint64_t capacity_bytes = 0;        // Options::capacity_bytes (0: unlimited)
   uint64_t leases = 0;                // live leases
   bool index_ready = false;           // the background LRU index has loaded
@@ -207,10 +209,15 @@ class Store {
   // hash are verified; on a mismatch the call returns Corruption, the
   // snapshot is quarantined and the sink is never given unverified bytes.
   // (The final chunk is delivered only after the whole-blob hash checks.)
+  // A snapshot erased or replaced while it is streamed (a put of its
+  // prefix, Compact moving its pages) ends the read with NotFound: the sink
+  // cannot take back what it was given. Nothing is quarantined.
   virtual Status ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
                            const ChunkSink& sink) = 0;
 
-  // The whole layer in memory (ReadLayer into a vector).
+  // The whole layer in memory (ReadLayer into a vector). A snapshot
+  // replaced while read is read again under its new manifest, as
+  // ReadLayerInto does.
   virtual Result<std::vector<uint8_t>> GetLayer(NamespaceId ns, const Prefix& prefix,
                                                 uint32_t layer) = 0;
 
@@ -280,6 +287,10 @@ class Store {
   // hash pass per byte. Returns the layer's size. OutOfRange (nothing
   // written) when `dst` is too small. On Corruption the snapshot is
   // quarantined and `dst` holds partial bytes that must not be used.
+  // A snapshot replaced while read (a put of its prefix, or Compact moving
+  // its pages to a new stream) is read again under its new manifest, up to
+  // three more times (StoreStats::reads_repeated); erased while read, or
+  // replaced more often than that: NotFound, nothing quarantined.
   virtual Result<uint64_t> ReadLayerInto(NamespaceId ns, const Prefix& prefix, uint32_t layer,
                                          std::span<uint8_t> dst) = 0;
 
@@ -300,6 +311,8 @@ class Store {
   // `dst` too small) fails that layer only. Once the snapshot is gone
   // (NotFound: missing, or erased while read) or found damaged
   // (Corruption, quarantined), the layers not yet read fail with that error.
+  // A snapshot replaced while read is read again whole under its new
+  // manifest (as ReadLayerInto), so every layer comes from one version.
   virtual Status ReadLayersInto(NamespaceId ns, const Prefix& prefix, std::span<LayerInto> layers);
 
   // Layers of several snapshots (of any namespaces), each snapshot's
@@ -403,7 +416,8 @@ class Store {
   // OutOfRange (nothing read) for first_row > last_row, last_row past the
   // layer's rows, or a `dst` too small; NotFound for no such snapshot or
   // layer. On Corruption the snapshot is quarantined and `dst` holds partial
-  // bytes that must not be used.
+  // bytes that must not be used. A snapshot replaced while read is read
+  // again under its new manifest, as ReadLayerInto does.
   virtual Result<LayerRows> ReadLayerRows(NamespaceId ns, const Prefix& prefix, uint32_t layer,
                                           uint64_t first_row, uint64_t last_row,
                                           std::span<uint8_t> dst);
