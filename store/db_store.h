@@ -17,6 +17,7 @@
 #include <atomic>
 #include <boost/asio/thread_pool.hpp>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -57,6 +58,13 @@ class DbStore final : public Store {
   static Result<std::unique_ptr<Store>> Open(const Options& options, const std::string& path,
                                              std::shared_ptr<rocksdb::FileSystem> fs = nullptr);
   ~DbStore() override;
+
+  // Tests only (store_relayout_test): run by the reads into caller memory
+  // between their manifest read and their first record read, where a test
+  // moves the snapshot to meet that race every time. Set before reads run.
+  void SetAfterManifestReadForTest(std::function<void()> hook) {
+    after_manifest_read_ = std::move(hook);
+  }
 
   Result<NamespaceId> RegisterNamespace(const NamespaceSpec& spec) override;
   Result<NamespaceSpec> GetNamespace(NamespaceId ns) override;
@@ -313,6 +321,10 @@ class DbStore final : public Store {
   // unchanged, or another error). The layer reader answers a replacement
   // with NotFound; the reads that write only the caller's buffer repeat.
   static constexpr int kReadAttempts = 4;
+  void AfterManifestRead() {
+    if (after_manifest_read_) after_manifest_read_();
+  }
+  std::function<void()> after_manifest_read_;  // SetAfterManifestReadForTest
   std::shared_ptr<const Manifest> ReadAgainUnder(NamespaceId ns, const Prefix& prefix,
                                                  const Manifest& read, uint32_t layer,
                                                  const Status& outcome, int attempt);

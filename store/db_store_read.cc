@@ -196,6 +196,7 @@ Status DbStore::StreamLayer(NamespaceId ns, const Prefix& prefix,
 Result<std::vector<uint8_t>> DbStore::GetLayer(NamespaceId ns, const Prefix& prefix,
                                                uint32_t layer) {
   AUXSTORE_ASSIGN_OR_RETURN(Manifest m, LoadManifest(ns, prefix));
+  AfterManifestRead();
   auto manifest = std::make_shared<const Manifest>(std::move(m));
   std::vector<uint8_t> out;
   const ChunkSink append = [&](uint64_t offset, ByteSpan chunk) {
@@ -374,6 +375,7 @@ Status DbStore::ReleaseLease(LeaseId lease) {
 Result<uint64_t> DbStore::ReadLayerInto(NamespaceId ns, const Prefix& prefix, uint32_t layer,
                                         std::span<uint8_t> dst) {
   AUXSTORE_ASSIGN_OR_RETURN(Manifest m, LoadManifest(ns, prefix));
+  AfterManifestRead();
   auto manifest = std::make_shared<const Manifest>(std::move(m));
   if (manifest->FindLayer(layer) != nullptr) Touch(ns, prefix);
   LayerInto one{.layer = layer, .dst = dst};

@@ -39,7 +39,7 @@ void AppendStoreMetrics(const StoreStats& s, std::string_view labels, std::strin
   m.Counter("auxstore_read_bytes_total", "Layer bytes read and verified by this handle.",
             s.bytes_read);
   m.Counter("auxstore_reads_repeated_total",
-            "Reads into caller memory that met their snapshot replaced and read it again.",
+            "Repeats of reads into caller memory that met their snapshot replaced.",
             s.reads_repeated);
   m.Counter("auxstore_evictions_total", "Snapshots evicted for the byte budget.", s.evictions);
   m.Counter("auxstore_expirations_total", "Snapshots expired by their TTL.", s.expirations);

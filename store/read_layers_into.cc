@@ -71,6 +71,7 @@ Status DbStore::ReadLayersInto(NamespaceId ns, const Prefix& prefix, std::span<L
     return layers[0].status;
   }
   if (AsksForAny(*loaded, layers)) Touch(ns, prefix);
+  AfterManifestRead();
   return ReadLayersOf(ns, prefix, std::make_shared<const Manifest>(std::move(*loaded)), layers);
 }
 
@@ -115,6 +116,7 @@ void DbStore::ReadSnapshotsInto(std::span<SnapshotInto> snapshots) {
   std::vector<rocksdb::Status> statuses(keys.size());
   db_->MultiGet(rocksdb::ReadOptions(), cf_[kManifests], keys.size(), slices.data(), values.data(),
                 statuses.data());
+  AfterManifestRead();
   // Snapshots that own all their records (each its own put: a connector's
   // pages) share one iterator per namespace, moved from one to the next (a
   // Next when they were put one after another, else a Seek), instead of an

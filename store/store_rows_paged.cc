@@ -70,11 +70,14 @@ class DbStore::RowRecords {
 };
 
 // A snapshot replaced while its rows were read (Compact moving its pages)
-// is read again under its new manifest, as ReadLayerInto does.
+// is read again under its new manifest, as ReadLayerInto does (a layer
+// without page runs, which Compact never moves, is read by
+// Store::ReadLayerRows, which loads the manifest itself).
 Result<Store::LayerRows> DbStore::ReadLayerRows(NamespaceId ns, const Prefix& prefix,
                                                 uint32_t layer, uint64_t first_row,
                                                 uint64_t last_row, std::span<uint8_t> dst) {
   AUXSTORE_ASSIGN_OR_RETURN(Manifest m, LoadManifest(ns, prefix));
+  AfterManifestRead();
   auto manifest = std::make_shared<const Manifest>(std::move(m));
   for (int attempt = 1;; ++attempt) {
     auto rows = ReadRowsUnder(ns, prefix, *manifest, layer, first_row, last_row, dst);

@@ -139,8 +139,8 @@ struct StoreStats {
   uint64_t bytes_written = 0;         // layer bytes of the puts made by this handle
   uint64_t bytes_read = 0;            // layer bytes read and verified by this handle,
                                       // headers included (whole blobs)
-  uint64_t reads_repeated = 0;        // reads into caller memory that met their snapshot replaced
-                                      // (a put, Compact's re-layout) and read it again
+  uint64_t reads_repeated = 0;        // repeats of reads into caller memory that met their
+                                      // snapshot replaced (a put, Compact's re-layout), one each
   uint64_t capacity_bytes = 0;        // Options::capacity_bytes (0: unlimited)
   uint64_t leases = 0;                // live leases
   bool index_ready = false;           // the background LRU index has loaded

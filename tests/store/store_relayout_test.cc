@@ -8,10 +8,10 @@
 #include <memory>
 #include <mutex>
 #include <set>
-#include <string_view>
 #include <thread>
 
 #include "auxstore/maintenance.h"
+#include "store/db_store.h"
 #include "tests/store/paged_sequence.h"
 #include "tests/store/store_test_fixture.h"
 
@@ -182,126 +182,159 @@ TEST_F(StoreRelayoutTest, ReadersBesideTheMoveReadTheBytesOrNotFoundNeverDamage)
   ExpectClean(6);
 }
 
-TEST_F(StoreRelayoutTest, ReadsIntoCallerMemoryBesideTheMoveAlwaysHitReadingTheNewLayout) {
-  // Nothing is erased: each round puts a fresh chain and compacts, moving
-  // it under readers of each call that writes only the caller's
-  // memory. Every read is a hit with the exact bytes; a read that met its
-  // snapshot moved read it again under the new manifest (reads_repeated).
-  // Rounds go on until that happened (a race: it does every few rounds).
+// The reads that write only the caller's memory, each as an engine calls it
+// on the turns of one chain: what they read, to compare with what was put.
+class RelayoutReadsTest : public StoreRelayoutTest {
+ protected:
   using Turns = std::map<uint64_t, std::vector<std::vector<uint8_t>>>;
-  static constexpr const char* kCalls[] = {"ReadLayerInto", "ReadLayersInto", "ReadSnapshotsInto",
-                                           "GetLayer", "ReadLayerRows"};
-  static_assert(std::string_view(kCalls[3]) == "GetLayer");
-  struct Round {
+  enum Call { kReadLayerInto, kReadLayersInto, kReadSnapshotsInto, kGetLayer, kReadLayerRows };
+  static constexpr Call kCalls[] = {kReadLayerInto, kReadLayersInto, kReadSnapshotsInto, kGetLayer,
+                                    kReadLayerRows};
+  static const char* Name(Call c) {
+    static constexpr const char* kNames[] = {"ReadLayerInto", "ReadLayersInto", "ReadSnapshotsInto",
+                                             "GetLayer", "ReadLayerRows"};
+    return kNames[c];
+  }
+
+  struct Chain {
     Turns turns;
     uint64_t salt = 0;
-    std::map<uint64_t, std::vector<std::vector<uint8_t>>> rows;  // the middle rows, by turn
+    std::map<uint64_t, uint64_t> rows;  // each turn's rows per array (both layers have n)
+    Turns middle;                       // rows [rows / 4, rows / 2) of each layer, as put
   };
-  // Rows [rows / 4, rows / 2) of every array of a layer, as a connector's
-  // page read asks for them.
-  auto middle_rows = [&](const Prefix& p, uint32_t layer, std::vector<uint8_t>& dst) {
-    auto all = store_->ReadLayerRows(ns_, p, layer, 0, 0, dst);
-    if (!all.ok()) return all.status();
-    auto got = store_->ReadLayerRows(ns_, p, layer, all->rows / 4, all->rows / 2, dst);
+  Chain PutChain(uint64_t seed) {
+    Chain c;
+    c.salt = 10000 * seed;
+    c.turns = PutTurns(Sequence(testing::TestSpec(), 100 + seed, 1024), c.salt);
+    for (const auto& [n, blobs] : c.turns) {
+      std::vector<uint8_t> none;
+      c.rows[n] = store_->ReadLayerRows(ns_, Turn(c, n), 0, 0, 0, none).value().rows;
+      for (uint32_t layer = 0; layer < 2; ++layer) {
+        c.middle[n].emplace_back(blobs[layer].size());
+        EXPECT_TRUE(Middle(c, n, layer, c.middle[n].back()).ok());
+      }
+    }
+    return c;
+  }
+  static Prefix Turn(const Chain& c, uint64_t n) { return testing::PrefixFromSeed(n + c.salt); }
+  Status Middle(const Chain& c, uint64_t n, uint32_t layer, std::vector<uint8_t>& dst) {
+    const uint64_t rows = c.rows.at(n);
+    auto got = store_->ReadLayerRows(ns_, Turn(c, n), layer, rows / 4, rows / 2, dst);
     if (got.ok()) dst.resize(got->bytes);
     return got.status();
-  };
+  }
+
+  // Reads turns `ns` of `c` through `call` (ReadSnapshotsInto: all in one
+  // batch); "" when each came back exact, else what went wrong.
+  std::string Read(Call call, const Chain& c, const std::vector<uint64_t>& ns) {
+    std::vector<std::vector<std::vector<uint8_t>>> got;
+    std::vector<std::vector<Store::LayerInto>> into;
+    for (uint64_t n : ns) {
+      const auto& blobs = c.turns.at(n);
+      got.push_back({std::vector<uint8_t>(blobs[0].size()), std::vector<uint8_t>(blobs[1].size())});
+    }
+    for (auto& g : got) into.push_back({{0, g[0]}, {1, g[1]}});
+    std::vector<Status> st(ns.size());
+    if (call == kReadSnapshotsInto) {
+      std::vector<Store::SnapshotInto> batch;
+      for (size_t i = 0; i < ns.size(); ++i) batch.push_back({ns_, Turn(c, ns[i]), into[i]});
+      store_->ReadSnapshotsInto(batch);
+      for (size_t i = 0; i < ns.size(); ++i)
+        st[i] = into[i][0].status.ok() ? into[i][1].status : into[i][0].status;
+    }
+    for (size_t i = 0; i < ns.size(); ++i) {
+      const Prefix p = Turn(c, ns[i]);
+      for (uint32_t layer = 0; layer < 2 && st[i].ok(); ++layer) {
+        if (call == kReadLayerInto) {
+          st[i] = store_->ReadLayerInto(ns_, p, layer, got[i][layer]).status();
+        } else if (call == kGetLayer) {
+          auto whole = store_->GetLayer(ns_, p, layer);
+          st[i] = whole.status();
+          if (whole.ok()) got[i][layer] = std::move(*whole);
+        } else if (call == kReadLayerRows) {
+          st[i] = Middle(c, ns[i], layer, got[i][layer]);
+        }
+      }
+      if (call == kReadLayersInto) st[i] = store_->ReadLayersInto(ns_, p, into[i]);
+      const auto& want = call == kReadLayerRows ? c.middle.at(ns[i]) : c.turns.at(ns[i]);
+      if (!st[i].ok()) return std::to_string(ns[i]) + " tokens: " + st[i].ToString();
+      if (got[i] != want) return std::to_string(ns[i]) + " tokens: other bytes";
+    }
+    return "";
+  }
+  uint64_t Repeated() { return store_->Stats().reads_repeated; }
+};
+
+TEST_F(RelayoutReadsTest, EachReadIntoCallerMemoryThatMeetsItsSnapshotMovedReadsItAgain) {
+  // The chain moves between the call's manifest read and its first record
+  // read, every time: the call reads again under the new manifests and
+  // returns the exact bytes (its records had gone: it would be a miss).
+  auto& db = dynamic_cast<store_internal::DbStore&>(*store_);
+  for (Call call : kCalls) {
+    const Chain c = PutChain(call + 1);
+    bool moved = false;
+    db.SetAfterManifestReadForTest([&] {
+      if (moved) return;
+      moved = true;
+      EXPECT_EQ(Compact().relaid_snapshots, 6u);
+    });
+    const uint64_t before = Repeated();
+    const std::vector<uint64_t> read =
+        call == kReadSnapshotsInto ? std::vector<uint64_t>(std::begin(kTurns), std::end(kTurns))
+                                   : std::vector<uint64_t>{kLongest};
+    EXPECT_EQ(Read(call, c, read), "") << Name(call);
+    db.SetAfterManifestReadForTest(nullptr);
+    EXPECT_TRUE(moved) << Name(call);
+    EXPECT_GE(Repeated(), before + 1) << Name(call) << " did not read again";
+    EXPECT_EQ(Read(call, c, read), "") << Name(call) << ", after";
+  }
+  EXPECT_EQ(store_->Stats().quarantines, 0u);
+  ExpectClean(6 * std::size(kCalls));
+}
+
+TEST_F(RelayoutReadsTest, ReadsIntoCallerMemoryBesideLiveCompactionsAlwaysHit) {
+  // No hook: five readers, one per call, beside rounds that each put a
+  // fresh chain and compact it. Nothing is erased, so every read is a hit
+  // with the exact bytes, whether or not it met a move.
   std::mutex mu;
-  std::shared_ptr<const Round> current;
+  std::shared_ptr<const Chain> current = std::make_shared<const Chain>(PutChain(1));
   std::vector<std::string> failures;
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> exact{0}, wrong{0};
-  auto check = [&](const char* call, uint64_t n, bool ok, const std::string& why) {
-    if (ok) {
-      ++exact;
-      return;
-    }
-    ++wrong;
-    std::lock_guard lock(mu);
-    if (failures.size() < 4)
-      failures.push_back(std::string(call) + ", " + std::to_string(n) + " tokens: " + why);
-  };
-  auto read = [&](int call) {
+  auto reader = [&](Call call) {
     while (!stop.load()) {
-      std::shared_ptr<const Round> round;
+      std::shared_ptr<const Chain> c;
       {
         std::lock_guard lock(mu);
-        round = current;
+        c = current;
       }
-      for (const auto& [n, blobs] : round->turns) {
-        const Prefix p = testing::PrefixFromSeed(n + round->salt);
-        std::vector<std::vector<uint8_t>> got{std::vector<uint8_t>(blobs[0].size()),
-                                              std::vector<uint8_t>(blobs[1].size())};
-        std::vector<Store::LayerInto> into{{0, got[0]}, {1, got[1]}};
-        Status st;
-        if (call == 0) {
-          for (uint32_t layer = 0; layer < 2 && st.ok(); ++layer)
-            st = store_->ReadLayerInto(ns_, p, layer, got[layer]).status();
-        } else if (call == 1) {
-          st = store_->ReadLayersInto(ns_, p, into);
-        } else if (call == 2) {
-          std::vector<Store::SnapshotInto> one{{ns_, p, into}};
-          store_->ReadSnapshotsInto(one);
-          st = into[0].status.ok() ? into[1].status : into[0].status;
-        } else if (call == 3) {
-          for (uint32_t layer = 0; layer < 2 && st.ok(); ++layer) {
-            auto whole = store_->GetLayer(ns_, p, layer);
-            st = whole.status();
-            if (whole.ok()) got[layer] = std::move(*whole);
-          }
-        } else {
-          for (uint32_t layer = 0; layer < 2 && st.ok(); ++layer)
-            st = middle_rows(p, layer, got[layer]);
-        }
-        const auto& want = call == 4 ? round->rows.at(n) : blobs;
-        check(kCalls[call], n, st.ok() && got == want, st.ok() ? "other bytes" : st.ToString());
+      const std::string why = Read(call, *c, {std::begin(kTurns), std::end(kTurns)});
+      if (why.empty()) {
+        ++exact;
+        continue;
       }
+      ++wrong;
+      std::lock_guard lock(mu);
+      if (failures.size() < 4) failures.push_back(std::string(Name(call)) + ", " + why);
     }
   };
-  auto publish = [&](uint64_t r) {
-    auto round = std::make_shared<Round>();
-    round->salt = 10000 * (r + 1);
-    round->turns = PutTurns(Sequence(testing::TestSpec(), 100 + r, 1024), round->salt);
-    for (const auto& [n, blobs] : round->turns) {
-      auto& rows = round->rows[n];
-      for (uint32_t layer = 0; layer < 2; ++layer) {
-        rows.emplace_back(blobs[layer].size());
-        EXPECT_TRUE(middle_rows(testing::PrefixFromSeed(n + round->salt), layer, rows.back()).ok());
-      }
+  std::vector<std::thread> readers;
+  for (Call call : kCalls) readers.emplace_back(reader, call);
+  constexpr uint64_t kRounds = 8;
+  for (uint64_t round = 1; round <= kRounds; ++round) {
+    if (round > 1) {
+      auto next = std::make_shared<const Chain>(PutChain(round));
+      std::lock_guard lock(mu);
+      current = std::move(next);
     }
-    std::lock_guard lock(mu);
-    current = std::move(round);
-  };
-  // One call at a time, so that each is seen to read again.
-  uint64_t rounds = 0;
-  for (int call = 0; call < 5; ++call) {
-    const uint64_t before = store_->Stats().reads_repeated;
-    publish(rounds++);
-    stop = false;
-    // Four readers of the call: on two cores their reads are slow enough
-    // for a compaction to land between a manifest read and its records.
-    std::vector<std::thread> readers;
-    for (int i = 0; i < 4; ++i) readers.emplace_back(read, call);
-    uint64_t phase = 1;
-    for (;; ++phase) {
-      EXPECT_EQ(Compact().relaid_snapshots, 6u);
-      if (store_->Stats().reads_repeated > before || phase == (call == 3 ? 20 : 150)) break;
-      publish(rounds++);
-    }
-    stop = true;
-    for (auto& t : readers) t.join();
-    // GetLayer's reads of one layer each, read ahead on the pool, seldom
-    // straddle a move (it shares ReadAgainUnder with the others);
-    // AStreamedRead... below moves a snapshot under ReadLayer, its stream.
-    if (std::string_view(kCalls[call]) != "GetLayer") {
-      EXPECT_GT(store_->Stats().reads_repeated, before)
-          << kCalls[call] << ": no read met a move in " << phase << " rounds";
-    }
+    EXPECT_EQ(Compact().relaid_snapshots, 6u);
   }
+  stop = true;
+  for (auto& t : readers) t.join();
   EXPECT_EQ(wrong.load(), 0u) << (failures.empty() ? "" : failures[0]);
   EXPECT_GT(exact.load(), 0u);
   EXPECT_EQ(store_->Stats().quarantines, 0u);
-  ExpectClean(6 * rounds);
+  ExpectClean(6 * kRounds);
 }
 
 TEST_F(StoreRelayoutTest, AStreamedReadThatMeetsItsSnapshotMovedEndsNotFoundAndDamagesNothing) {
