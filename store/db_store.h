@@ -321,13 +321,26 @@ class DbStore final : public Store {
   // unchanged, or another error). The layer reader answers a replacement
   // with NotFound; the reads that write only the caller's buffer repeat.
   static constexpr int kReadAttempts = 4;
-  void AfterManifestRead() {
-    if (after_manifest_read_) after_manifest_read_();
-  }
-  std::function<void()> after_manifest_read_;  // SetAfterManifestReadForTest
   std::shared_ptr<const Manifest> ReadAgainUnder(NamespaceId ns, const Prefix& prefix,
                                                  const Manifest& read, uint32_t layer,
                                                  const Status& outcome, int attempt);
+  // `read(manifest)` of `layer` (a Result), again under each manifest
+  // ReadAgainUnder names: GetLayer's and ReadLayerRows' loop.
+  template <typename Read>
+  auto ReadUnderLatest(NamespaceId ns, const Prefix& prefix,
+                       std::shared_ptr<const Manifest> manifest, uint32_t layer, const Read& read)
+      -> decltype(read(manifest)) {
+    for (int attempt = 1;; ++attempt) {
+      auto got = read(manifest);
+      if (got.ok()) return got;
+      auto again = ReadAgainUnder(ns, prefix, *manifest, layer, got.status(), attempt);
+      if (!again) return got;
+      manifest = std::move(again);
+    }
+  }
+  void AfterManifestRead() {
+    if (after_manifest_read_) after_manifest_read_();
+  }
   // ReadLayer under a loaded manifest (the touch included).
   Status StreamLayer(NamespaceId ns, const Prefix& prefix, std::shared_ptr<const Manifest> manifest,
                      uint32_t layer, const ChunkSink& sink);
@@ -424,6 +437,7 @@ class DbStore final : public Store {
   std::atomic<uint64_t> hits_{0}, misses_{0}, puts_{0}, duplicate_puts_{0}, evictions_{0},
       expirations_{0}, orphans_seen_{0}, orphans_removed_{0}, bytes_written_{0}, bytes_read_{0},
       reads_repeated_{0};
+  std::function<void()> after_manifest_read_;  // SetAfterManifestReadForTest
 
   // ReadLayer's read-ahead: pieces are fetched here while the caller's
   // thread verifies and delivers the ones before.

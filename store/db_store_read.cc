@@ -177,9 +177,9 @@ Status DbStore::StreamLayer(NamespaceId ns, const Prefix& prefix,
   // verifies (envelope and layer digest in one pass) and delivers: cold
   // reads overlap the disk with the CPU work (shared/perf-notes.md: 0.80 ->
   // 0.97 x raw). The sink gets each piece where RocksDB holds it: no copy.
-  AUXSTORE_ASSIGN_OR_RETURN(
-      auto reader, OpenCursor(ns, prefix, std::move(manifest), layer, ReadMode{.read_ahead = 2},
-                              NewPieceReader(ns, ReadMode{.read_ahead = 2})));
+  const ReadMode mode{.read_ahead = 2};
+  AUXSTORE_ASSIGN_OR_RETURN(auto reader, OpenCursor(ns, prefix, std::move(manifest), layer, mode,
+                                                    NewPieceReader(ns, mode)));
   Touch(ns, prefix);
   const LayerEntry& entry = reader->entry();
   if (!entry.header.empty()) AUXSTORE_RETURN_IF_ERROR(sink(0, entry.header));
@@ -197,21 +197,18 @@ Result<std::vector<uint8_t>> DbStore::GetLayer(NamespaceId ns, const Prefix& pre
                                                uint32_t layer) {
   AUXSTORE_ASSIGN_OR_RETURN(Manifest m, LoadManifest(ns, prefix));
   AfterManifestRead();
-  auto manifest = std::make_shared<const Manifest>(std::move(m));
-  std::vector<uint8_t> out;
-  const ChunkSink append = [&](uint64_t offset, ByteSpan chunk) {
-    if (offset == 0) out.reserve(manifest->FindLayer(layer)->bytes);
-    out.insert(out.end(), chunk.begin(), chunk.end());
-    return Status::Ok();
-  };
-  for (int attempt = 1;; ++attempt) {
-    out.clear();
-    const Status s = StreamLayer(ns, prefix, manifest, layer, append);
-    if (s.ok()) return out;
-    auto again = ReadAgainUnder(ns, prefix, *manifest, layer, s, attempt);
-    if (!again) return s;
-    manifest = std::move(again);
-  }
+  return ReadUnderLatest(
+      ns, prefix, std::make_shared<const Manifest>(std::move(m)), layer,
+      [&](const std::shared_ptr<const Manifest>& manifest) -> Result<std::vector<uint8_t>> {
+        std::vector<uint8_t> out;
+        AUXSTORE_RETURN_IF_ERROR(
+            StreamLayer(ns, prefix, manifest, layer, [&](uint64_t offset, ByteSpan chunk) {
+              if (offset == 0) out.reserve(manifest->FindLayer(layer)->bytes);
+              out.insert(out.end(), chunk.begin(), chunk.end());
+              return Status::Ok();
+            }));
+        return out;
+      });
 }
 
 std::shared_ptr<const Manifest> DbStore::ReadAgainUnder(NamespaceId ns, const Prefix& prefix,

@@ -78,14 +78,11 @@ Result<Store::LayerRows> DbStore::ReadLayerRows(NamespaceId ns, const Prefix& pr
                                                 uint64_t last_row, std::span<uint8_t> dst) {
   AUXSTORE_ASSIGN_OR_RETURN(Manifest m, LoadManifest(ns, prefix));
   AfterManifestRead();
-  auto manifest = std::make_shared<const Manifest>(std::move(m));
-  for (int attempt = 1;; ++attempt) {
-    auto rows = ReadRowsUnder(ns, prefix, *manifest, layer, first_row, last_row, dst);
-    if (rows.ok()) return rows;
-    auto again = ReadAgainUnder(ns, prefix, *manifest, layer, rows.status(), attempt);
-    if (!again) return rows;
-    manifest = std::move(again);
-  }
+  return ReadUnderLatest(ns, prefix, std::make_shared<const Manifest>(std::move(m)), layer,
+                         [&](const std::shared_ptr<const Manifest>& manifest) {
+                           return ReadRowsUnder(ns, prefix, *manifest, layer, first_row, last_row,
+                                                dst);
+                         });
 }
 
 Result<Store::LayerRows> DbStore::ReadRowsUnder(NamespaceId ns, const Prefix& prefix,
