@@ -2,12 +2,15 @@
 // Core's shared state and counters.
 #include "auxstore/gpu_pipeline.h"
 
+#include <algorithm>
 #include <bit>
 
 #include "auxstore/asio_restore.h"
 #include "pipeline/pipeline_core.h"
 
 namespace auxstore {
+
+size_t DefaultRestoreLanes(unsigned cores) { return std::clamp<size_t>(cores / 2, 2, 8); }
 
 // ---- Core -------------------------------------------------------------------
 

@@ -6,8 +6,8 @@
 //     nothing is read or uploaded before every layer fits its target. A row
 //     range plans only its rows' segments (SeqState::PlanRestoreRows); the
 //     layer is still read and verified whole, Upload skips the rest.
-//  2. Stream: restore_read_ahead lanes (2 by default: perf-notes.md found two
-//     readers ahead best) run on the Asio pool, each taking the next layer
+//  2. Stream: restore_read_ahead lanes (one per two cores, 2 to 8, by
+//     default: DefaultRestoreLanes) run on the Asio pool, each taking the next layer
 //     not yet streamed and reading its pieces (its pages from the puts that
 //     stored them, then its own rows) in order straight into staging
 //     through the store's LayerReader: envelope check, layer digest and

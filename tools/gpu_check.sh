@@ -11,9 +11,11 @@
 #         -DCMAKE_BUILD_TYPE=Release
 #   cmake --build build-cuda -j2 --target gpu_cuda_test gpu_kernel_test \
 #     gpu_host_backend_test gpu_seq_state_test pipeline_staging_test pipeline_test \
-#     pipeline_concurrency_test cuda_engine_test engine_flow_test gpu_restore_bench
+#     pipeline_concurrency_test cuda_engine_test engine_flow_test gpu_restore_bench \
+#     auxstore_bench             # optional: the store bench on the GPU host's cores
 #   ../shared/tools/pack-for-device .device build-cuda/tests/gpu/gpu_{cuda,kernel,...}
-#   strip .device/bin/*          # the device call carries 64 MiB at most
+#   strip .device/bin/*          # the device call carries 64 MiB at most:
+#   tar -cf - .device | xz -T2 > .devpack/pack.tar.xz   # ~26 MiB; unpack there
 #
 # Results go to $OUT (the device run's output folder; ./gpu_check_out when
 # unset): one log per test, bench_*.jsonl, summary.txt. The whole run stays
@@ -99,15 +101,18 @@ for t in gpu_kernel_test gpu_host_backend_test gpu_seq_state_test pipeline_stagi
 done
 
 # Bench: restore vs memcpy / raw read / pinned H2D, side by side in one
-# process; CUDA twice, the host backend once for reference. The store lives
-# in a scratch dir outside $OUT (it is hundreds of MiB).
-bench_run() {  # backend
-  local backend="$1" limit; limit=$(left 120)
+# process; CUDA twice, the host backend once for reference, then QSA layers
+# on CUDA (every restore launches the re-pool kernel; the bench also times
+# those launches alone). The store lives in a scratch dir outside $OUT (it is
+# hundreds of MiB).
+bench_run() {  # backend [kind [lanes]] (lanes and I/O threads; unset: the default)
+  local backend="$1" kind="${2:-opaque}" lanes=() limit; limit=$(left 120)
+  [[ -n "${3:-}" ]] && lanes=(--read-ahead "$3" --io-threads "$3")
   if ((limit < 10)); then fail "bench $backend: not run, the time budget is spent"; return; fi
   local scratch; scratch=$(mktemp -d) || { fail "bench $backend: mktemp"; return; }
   local line rc=0
   line=$(timeout "$limit" "$pack/run" gpu_restore_bench --backend "$backend" \
-           --mib "${BENCH_MIB:-512}" --layers 32 --rounds 3 --dir "$scratch" \
+           --mib "${BENCH_MIB:-512}" --layers 32 --rounds 3 --dir "$scratch" --kind "$kind" "${lanes[@]}" \
            2>>"$out/bench_$backend.err") || rc=$?
   rm -rf "$scratch"
   if ((rc != 0)); then fail "bench $backend: exit $rc (see bench_$backend.err)"; return; fi
@@ -120,8 +125,27 @@ bench_run() {  # backend
 }
 if [[ -x "$pack/bin/gpu_restore_bench" ]]; then
   for backend in cuda cuda host; do bench_run "$backend"; done
+  bench_run cuda qsa
+  # Lanes and I/O threads at the ends of the default's range (2 to 8).
+  bench_run cuda opaque 2
+  bench_run cuda opaque 8
 else
   fail "gpu_restore_bench: missing from the pack"
+fi
+
+# The store bench (issue 25's ratios: reads and restores against raw read and
+# memcpy, side by side) on this host's cores, when the pack carries it.
+if [[ -x "$pack/bin/auxstore_bench" ]]; then
+  limit=$(left 150)
+  if ((limit < 30)); then
+    fail "auxstore_bench: not run, the time budget is spent"
+  else
+    scratch=$(mktemp -d) && rc=0
+    timeout "$limit" "$pack/run" auxstore_bench --runs 3 --bytes 268435456 --only 4MiB \
+      --dir "$scratch" >"$out/store_bench.txt" 2>&1 || rc=$?
+    rm -rf "$scratch"
+    if ((rc == 0)); then note "PASS auxstore_bench (store_bench.txt)"; else fail "auxstore_bench: exit $rc"; fi
+  fi
 fi
 
 note "exit $status after $((SECONDS - start))s"

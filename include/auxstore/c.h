@@ -552,8 +552,8 @@ typedef struct auxstore_pipeline_options_t {
   size_t snapshot_queue;
   uint64_t snapshot_bytes;
 } auxstore_pipeline_options_t;
-/* Fills the defaults (4 x 4 MiB staging, 2 I/O threads, 2 layers in flight,
- * 8 snapshots and 64 MiB queued). */
+/* Fills the defaults (4 x 4 MiB staging; I/O threads and layers in flight one
+ * per two cores, 2 to 8; 8 snapshots and 64 MiB queued). */
 void auxstore_pipeline_options_init(auxstore_pipeline_options_t* options);
 /* auxstore_pipeline_create with options (NULL: the defaults). */
 int auxstore_pipeline_create_with(auxstore_t* db, auxstore_backend_t* backend,

@@ -10,10 +10,18 @@
 //                 and after the cache drop (cold)
 //   restore_cold  GpuPipeline::Restore right after the same cache drop
 //   restore_warm  GpuPipeline::Restore again (page cache warm)
+// With --kind qsa every layer is a QSA blob (hd 128, 4 tokens per block, 64
+// RoPE'd dims), so each restore also launches the re-pool kernel over every
+// pooled block; `repool` then times those launches alone on the restored
+// raw keys (the kernel's share of a warm restore, and its rate in raw-key
+// bytes per second next to pinned H2D's).
 // Targets (issue 7): restore_cold >= 0.8 x raw_read, restore_warm >= 0.5 x
 // memcpy. Usage:
 //   gpu_restore_bench [--backend auto|host|cuda] [--mib N] [--layers L]
-//                     [--rounds R] [--read-ahead N] [--dir D]
+//                     [--rounds R] [--read-ahead N] [--io-threads N]
+//                     [--staging-buffers N] [--dir D]
+//                     [--kind opaque|qsa]
+// --read-ahead and --io-threads default to DefaultRestoreLanes().
 // Prints one JSON object (GB/s are 1e9 bytes per second).
 #include <fcntl.h>
 #include <unistd.h>
@@ -29,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "auxstore/blob_codecs.h"
 #include "auxstore/blob_hash.h"
 #include "auxstore/gpu_pipeline.h"
 #include "auxstore/store.h"
@@ -79,8 +88,9 @@ uint64_t ReadAll(const std::string& dir, std::vector<uint8_t>& buf) {
 }
 
 struct Args {
-  std::string backend = "auto", dir;
-  uint64_t mib = 256, layers = 16, rounds = 3, read_ahead = 2;
+  std::string backend = "auto", dir, kind = "opaque";
+  uint64_t mib = 256, layers = 16, rounds = 3, staging_buffers = 4;
+  uint64_t read_ahead = DefaultRestoreLanes(), io_threads = DefaultRestoreLanes();
 };
 
 Args Parse(int argc, char** argv) {
@@ -97,15 +107,24 @@ Args Parse(int argc, char** argv) {
       a.rounds = std::strtoull(v.c_str(), nullptr, 10);
     else if (k == "--dir")
       a.dir = v;
+    else if (k == "--staging-buffers")
+      a.staging_buffers = std::strtoull(v.c_str(), nullptr, 10);
+    else if (k == "--io-threads")
+      a.io_threads = std::strtoull(v.c_str(), nullptr, 10);
+    else if (k == "--kind")
+      a.kind = v;
     else if (k == "--read-ahead")
       a.read_ahead = std::strtoull(v.c_str(), nullptr, 10);
     else
       Die("usage", Status::InvalidArgument("unknown flag " + k));
   }
-  if (a.mib == 0 || a.layers == 0 || a.rounds == 0 || a.read_ahead == 0 ||
-      (a.mib << 20) % a.layers != 0) {
-    Die("usage", Status::InvalidArgument("--mib, --layers, --rounds, --read-ahead must be > 0 and "
-                                         "--mib MiB must split evenly into --layers"));
+  if (a.mib == 0 || a.layers == 0 || a.rounds == 0 || a.read_ahead == 0 || a.io_threads == 0 ||
+      a.staging_buffers == 0 || (a.mib << 20) % a.layers != 0 ||
+      (a.kind != "opaque" && a.kind != "qsa")) {
+    Die("usage", Status::InvalidArgument(
+                     "--mib, --layers, --rounds,  --read-ahead, --io-threads, --staging-buffers "
+                     "must be > 0 and "
+                     "--mib MiB must split evenly into --layers; --kind is opaque or qsa"));
   }
   return a;
 }
@@ -146,7 +165,13 @@ int main(int argc, char** argv) {
   std::memset(mdst.data(), 2, total);
   std::vector<uint8_t> rbuf(chunk);
 
-  // The snapshot: `layers` opaque layers of random bytes.
+  // The snapshot: `layers` opaque layers of random bytes, or QSA layers of
+  // random bf16 raw keys (as many tokens as fit the layer's share, whole
+  // blocks, every block pooled).
+  const bool qsa = args.kind == "qsa";
+  const QsaGeometry geo{
+      .hd = 128, .max_tokens = 0, .ratio = 4, .rot = 64, .theta = 10000.0f, .eps = 1e-6f};
+  const uint64_t tokens = (layer_bytes - kQsaHeaderBytes) / (geo.hd * 2) / geo.ratio * geo.ratio;
   std::string dir = args.dir;
   if (dir.empty()) {
     std::string tmpl = (fs::temp_directory_path() / "auxstore-bench-XXXXXX").string();
@@ -160,13 +185,34 @@ int main(int argc, char** argv) {
   Store& store = **store_r;
   NamespaceSpec spec;
   spec.model_id = "gpu-bench";
+  if (qsa) {
+    spec.qsa = geo;
+    spec.qsa.max_tokens = static_cast<uint32_t>(tokens);
+  }
   auto ns = store.RegisterNamespace(spec);
   if (!ns.ok()) Die("namespace", ns.status());
-  std::vector<uint8_t> blob(layer_bytes);
+  std::vector<uint8_t> blob(qsa ? tokens * geo.hd * 2 : layer_bytes);
   std::mt19937_64 rng(1);
-  for (auto& b : blob) b = static_cast<uint8_t>(rng());
+  if (qsa) {  // finite bf16 values in [-2, 2): sign, exponent 126..127, random mantissa
+    for (size_t i = 0; i + 1 < blob.size(); i += 2) {
+      const uint64_t r = rng();
+      const uint16_t v =
+          static_cast<uint16_t>((r & 0x8000) | ((126 + (r >> 16 & 1)) << 7) | (r & 0x7f));
+      std::memcpy(&blob[i], &v, 2);
+    }
+  } else {
+    for (auto& b : blob) b = static_cast<uint8_t>(rng());
+  }
+  const std::vector<uint8_t> raw_keys = blob;  // what a QSA restore must upload
+  if (qsa) {
+    auto encoded = EncodeQsaBlob(tokens, tokens / geo.ratio, raw_keys, geo.hd);
+    if (!encoded.ok()) Die("encode", encoded.status());
+    blob = std::move(*encoded);
+  }
+  const uint64_t stored = blob.size() * args.layers;  // the bytes a restore reads
   std::vector<LayerBlob> put;
-  for (uint32_t l = 0; l < args.layers; ++l) put.push_back({l, Kind::kOpaque, blob});
+  for (uint32_t l = 0; l < args.layers; ++l)
+    put.push_back({l, qsa ? Kind::kQsa : Kind::kOpaque, blob});
   Prefix prefix;
   prefix.bytes[0] = 1;
   if (Status st = store.PutSnapshot(*ns, prefix, 1, put); !st.ok()) Die("put", st);
@@ -176,11 +222,26 @@ int main(int argc, char** argv) {
   PipelineOptions po;
   po.staging_bytes = chunk;
   po.restore_read_ahead = args.read_ahead;
+  po.io_threads = args.io_threads;
+  po.staging_buffers = args.staging_buffers;
   auto pipe = GpuPipeline::Create(store, gpu, po);
   if (!pipe.ok()) Die("pipeline", pipe.status());
 
+  // The QSA layers' weights (the pooling query and the RMSNorm weight).
+  std::vector<uint16_t> weights(2 * geo.hd);
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<uint16_t>(0x3f80 + (i % 16));
+  auto weights_dev = gpu.Alloc(weights.size() * 2);
+  if (!weights_dev.ok()) Die("alloc", weights_dev.status());
+  if (Status st =
+          gpu.CopyH2DAsync({reinterpret_cast<const uint8_t*>(weights.data()), weights.size() * 2},
+                           *weights_dev, 0, stream);
+      !st.ok() || !(st = gpu.Synchronize(stream)).ok())
+    Die("weights", st);
+  const QsaLayer qsa_layer{
+      .geometry = spec.qsa, .k_pool_k = *weights_dev, .k_norm_w = *weights_dev + geo.hd * 2};
+
   // One restore into fresh states (allocated, untimed, before the clock).
-  std::vector<std::unique_ptr<OpaqueSeqState>> states;
+  std::vector<std::unique_ptr<SeqState>> states;
   bool exact = true;
   std::vector<double> alloc_s;
   auto restore = [&]() {
@@ -188,20 +249,35 @@ int main(int argc, char** argv) {
     const auto ta = Clock::now();
     RestoreTargets targets;
     for (uint32_t l = 0; l < args.layers; ++l) {
-      auto s = OpaqueSeqState::Create(gpu, layer_bytes);
-      if (!s.ok()) Die("state", s.status());
-      targets[l] = s->get();
-      states.push_back(std::move(*s));
+      if (qsa) {
+        auto s = QsaSeqState::Create(gpu, qsa_layer);
+        if (!s.ok()) Die("state", s.status());
+        targets[l] = s->get();
+        states.push_back(std::move(*s));
+      } else {
+        auto s = OpaqueSeqState::Create(gpu, layer_bytes);
+        if (!s.ok()) Die("state", s.status());
+        targets[l] = s->get();
+        states.push_back(std::move(*s));
+      }
     }
     alloc_s.push_back(Since(ta));
     const auto t0 = Clock::now();
     Status rs = (*pipe)->Restore(*ns, prefix, targets, stream).get();
     const double s = Since(t0);
     if (!rs.ok()) Die("restore", rs);
-    std::vector<uint8_t> back(layer_bytes);
-    if (Status st = gpu.CopyD2HOnStream(states.back()->buffer(), 0, back, stream); !st.ok())
+    std::vector<uint8_t> back(raw_keys.size());
+    if (qsa) {
+      const auto& last = static_cast<const QsaSeqState&>(*states.back());
+      exact = exact && last.pooled() == tokens / geo.ratio && last.ingested() == tokens;
+      if (Status st = gpu.CopyD2HOnStream(last.raw_keys(), 0, back, stream); !st.ok())
+        Die("d2h", st);
+    } else if (Status st = gpu.CopyD2HOnStream(
+                   static_cast<const OpaqueSeqState&>(*states.back()).buffer(), 0, back, stream);
+               !st.ok()) {
       Die("d2h", st);
-    exact = exact && back == blob;
+    }
+    exact = exact && back == raw_keys;
     return s;
   };
 
@@ -219,7 +295,31 @@ int main(int argc, char** argv) {
     return Since(t0);
   };
 
-  std::vector<double> memcpy_s, h2d_s, raw_s, read_s, read_cold_s, cold_s, warm_s;
+  // The re-pool launches of the last restore alone (QSA): every layer's
+  // pooled blocks from its restored raw keys, as the restore issued them.
+  auto repool = [&]() {
+    const auto t0 = Clock::now();
+    for (const auto& state : states) {
+      const auto& q = static_cast<const QsaSeqState&>(*state);
+      const QsaBlockPoolArgs a{.raw_keys = q.raw_keys(),
+                               .k_pool_k = qsa_layer.k_pool_k,
+                               .k_norm_w = qsa_layer.k_norm_w,
+                               .block_keys = q.block_keys(),
+                               .ingested = q.ingested(),
+                               .start = 0,
+                               .n = static_cast<uint32_t>(q.pooled()),
+                               .ratio = geo.ratio,
+                               .hd = geo.hd,
+                               .rot = geo.rot,
+                               .theta = geo.theta,
+                               .eps = geo.eps};
+      if (Status st = gpu.QsaBlockPool(a, stream); !st.ok()) Die("re-pool", st);
+    }
+    if (Status st = gpu.Synchronize(stream); !st.ok()) Die("sync", st);
+    return Since(t0);
+  };
+
+  std::vector<double> memcpy_s, h2d_s, raw_s, read_s, read_cold_s, cold_s, warm_s, repool_s;
   uint64_t raw_bytes = 0;
   for (uint64_t round = 0; round <= args.rounds; ++round) {  // round 0 warms up
     auto t0 = Clock::now();
@@ -245,6 +345,7 @@ int main(int argc, char** argv) {
     DropCache(dir);
     const double cold = restore();
     const double warm = restore();
+    const double pool = qsa ? repool() : 0.0;
 
     const double sr = read_store();
     DropCache(dir);
@@ -255,6 +356,7 @@ int main(int argc, char** argv) {
     raw_s.push_back(r);
     cold_s.push_back(cold);
     warm_s.push_back(warm);
+    repool_s.push_back(pool);
     read_s.push_back(sr);
     read_cold_s.push_back(src);
   }
@@ -267,29 +369,39 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < num_s.size(); ++i) r.push_back(den_s[i] * den_scale / num_s[i]);
     return Median(r);
   };
-  const double gb = total / 1e9;
+  // memcpy and H2D move `total` bytes; reads and restores the `stored` ones.
+  const double gb = total / 1e9, sgb = stored / 1e9, per_total = double(stored) / total;
   const double memcpy_g = gb / Median(memcpy_s), h2d_g = gb / Median(h2d_s),
-               raw_g = raw_bytes / 1e9 / Median(raw_s), read_g = gb / Median(read_s),
-               cold_g = gb / Median(cold_s), warm_g = gb / Median(warm_s);
+               raw_g = raw_bytes / 1e9 / Median(raw_s), read_g = sgb / Median(read_s),
+               cold_g = sgb / Median(cold_s), warm_g = sgb / Median(warm_s);
+  std::vector<double> pool_share;
+  for (size_t i = 0; i < repool_s.size(); ++i) pool_share.push_back(repool_s[i] / warm_s[i]);
+  const double repool_g = qsa ? raw_keys.size() * args.layers / 1e9 / Median(repool_s) : 0.0;
   std::printf(
       "{\"backend\":\"%s\",\"bytes\":%llu,\"layers\":%llu,\"rounds\":%llu,"
       "\"memcpy_gbps\":%.3f,\"pinned_h2d_gbps\":%.3f,\"raw_read_cold_gbps\":%.3f,"
       "\"store_read_warm_gbps\":%.3f,\"store_read_cold_gbps\":%.3f,\"restore_cold_gbps\":%.3f,"
       "\"restore_warm_gbps\":%.3f,"
       "\"cold_over_raw_read\":%.3f,\"warm_over_memcpy\":%.3f,\"warm_over_h2d\":%.3f,"
-      "\"warm_over_store_read\":%.3f,\"state_alloc_s\":%.3f,\"staging_waits\":%llu,"
+      "\"warm_over_store_read\":%.3f,\"kind\":\"%s\",\"lanes\":%llu,\"io_threads\":%llu,\"staging_"
+      "buffers\":%llu,\"repool_gbps\":%.3f,"
+      "\"repool_share_of_warm\":%.3f,\"state_alloc_s\":%.3f,\"staging_waits\":%llu,"
       "\"bit_exact\":%s}\n",
-      std::string(gpu.name()).c_str(), (unsigned long long)total, (unsigned long long)args.layers,
-      (unsigned long long)args.rounds, memcpy_g, h2d_g, raw_g, read_g, gb / Median(read_cold_s),
-      cold_g, warm_g, ratio(cold_s, raw_s, gb * 1e9 / raw_bytes), ratio(warm_s, memcpy_s, 1),
-      ratio(warm_s, h2d_s, 1), ratio(warm_s, read_s, 1), Median(alloc_s),
-      (unsigned long long)(*pipe)->stats().staging_waits, exact ? "true" : "false");
+      std::string(gpu.name()).c_str(), (unsigned long long)stored, (unsigned long long)args.layers,
+      (unsigned long long)args.rounds, memcpy_g, h2d_g, raw_g, read_g, sgb / Median(read_cold_s),
+      cold_g, warm_g, ratio(cold_s, raw_s, double(stored) / raw_bytes),
+      ratio(warm_s, memcpy_s, per_total), ratio(warm_s, h2d_s, per_total), ratio(warm_s, read_s, 1),
+      args.kind.c_str(), (unsigned long long)args.read_ahead, (unsigned long long)args.io_threads,
+      (unsigned long long)args.staging_buffers, repool_g, qsa ? Median(pool_share) : 0.0,
+      Median(alloc_s), (unsigned long long)(*pipe)->stats().staging_waits,
+      exact ? "true" : "false");
   pipe->reset();
   states.clear();
   for (uint8_t* p : pinned) (void)gpu.FreePinned(p);
   (void)gpu.FreePinned(msrc.data());
   (void)gpu.FreePinned(mdst.data());
   (void)gpu.Free(*dev);
+  (void)gpu.Free(*weights_dev);
   store_r->reset();
   std::error_code ec;
   if (args.dir.empty()) fs::remove_all(dir, ec);

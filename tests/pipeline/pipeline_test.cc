@@ -1,6 +1,9 @@
 // Restore and snapshot pipelines against a real store on the host backend.
 #include <gtest/gtest.h>
 
+#include <thread>
+#include <utility>
+
 #include "tests/pipeline/pipeline_fixture.h"
 
 namespace auxstore {
@@ -314,6 +317,33 @@ TEST_F(PipelineTest, RestoreIsBitExactForEveryReadAhead) {
     ASSERT_TRUE(st.ok()) << "read ahead " << ahead << ": " << st.ToString();
     ExpectSame(src, dst);
   }
+}
+
+// The defaults scale with the host: one lane and I/O thread per two cores,
+// 2 to 8; the most they give (8 of each) restores the same bytes on any host.
+TEST_F(PipelineTest, LanesAndIoThreadsDefaultToOnePerTwoCoresFromTwoToEight) {
+  const std::pair<unsigned, size_t> cores_to_lanes[] = {
+      {0, 2}, {1, 2}, {2, 2}, {4, 2}, {5, 2}, {6, 3}, {9, 4}, {16, 8}, {17, 8}, {64, 8}, {1024, 8}};
+  for (const auto& [cores, lanes] : cores_to_lanes)
+    EXPECT_EQ(DefaultRestoreLanes(cores), lanes) << cores << " cores";
+  const PipelineOptions defaults;
+  const size_t here = DefaultRestoreLanes(std::thread::hardware_concurrency());
+  EXPECT_EQ(defaults.io_threads, here);
+  EXPECT_EQ(defaults.restore_read_ahead, here);
+
+  Sequence src = Filled(13);
+  {
+    auto p = MakePipeline();
+    Put(*p, src, PrefixFromSeed(13));
+  }
+  PipelineOptions o;
+  o.io_threads = 8;
+  o.restore_read_ahead = 8;
+  auto p = MakePipeline(o);
+  Sequence dst = Fresh();
+  Status st = p->Restore(ns_, PrefixFromSeed(13), dst.targets(), stream_).get();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ExpectSame(src, dst);
 }
 
 TEST_F(PipelineTest, ChunksLargerThanStagingAreRefused) {

@@ -506,8 +506,8 @@ impl From<sys::auxstore_stats_t> for Stats {
 }
 
 /// A pipeline's configuration; [`Default`] is `auxstore_pipeline_options_init`
-/// (4 x 4 MiB staging, 2 I/O threads, 2 layers in flight, 8 snapshots and
-/// 64 MiB queued).
+/// (4 x 4 MiB staging; I/O threads and layers in flight one per two cores,
+/// 2 to 8; 8 snapshots and 64 MiB queued).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PipelineOptions {
     /// Pinned staging buffers restores read chunks into.
