@@ -10,9 +10,9 @@
 //     default: DefaultRestoreLanes) run on the Asio pool, each taking the next layer
 //     not yet streamed and reading its pieces (its pages from the puts that
 //     stored them, then its own rows) in order straight into staging
-//     through the store's LayerReader: envelope check, layer digest and
-//     copy in one pass over the bytes. Each piece is uploaded as soon as it
-//     is staged; the reader yields the last one only after the layer's
+//     through the store's LayerReader, checked through the layer digest
+//     (PieceChecks::kLayerDigest: one hash pass, fused with the copy). Each
+//     piece is uploaded as soon as it is staged; the reader yields the last one only after the layer's
 //     digest matched, and quarantines damage itself (layer_reader.h). Then
 //     the layer's re-pool (QSA) is enqueued,
 //     its event recorded, and a host callback marks it done. A lane holds
@@ -226,8 +226,11 @@ class RestoreOp : public std::enable_shared_from_this<RestoreOp> {
       l.target = target;
       l.entry = *e;
       // A layer that is only a header has its digest checked here (and is
-      // quarantined by the reader when it does not match).
-      auto reader = core_.store().OpenLayer(ns_, prefix_, manifest_, index);
+      // quarantined by the reader when it does not match). Pieces are
+      // checked through the layer digest alone (one hash pass): a restore
+      // commits nothing before its layers' last pieces returned OK.
+      auto reader =
+          core_.store().OpenLayer(ns_, prefix_, manifest_, index, PieceChecks::kLayerDigest);
       if (!reader.ok()) return reader.status().WithContext(where);
       l.reader = std::move(*reader);
       for (const LayerPiece& piece : l.reader->pieces()) {

@@ -405,8 +405,11 @@ Result<uint64_t> DbStore::CopyLayerInto(NamespaceId ns, const Prefix& prefix,
 }
 
 Result<std::unique_ptr<LayerReader>> DbStore::OpenLayer(NamespaceId ns, const Prefix& prefix,
-                                                        const Manifest& manifest, uint32_t layer) {
-  return OpenCursor(ns, prefix, manifest, layer, ReadMode{});
+                                                        const Manifest& manifest, uint32_t layer,
+                                                        PieceChecks checks) {
+  ReadMode mode;
+  mode.digest_first = checks == PieceChecks::kLayerDigest;
+  return OpenCursor(ns, prefix, manifest, layer, mode);
 }
 
 }  // namespace auxstore::store_internal

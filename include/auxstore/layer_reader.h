@@ -11,7 +11,8 @@
 //    own key, the record kind of the layer's kind, the piece's bytes), in
 //    the same pass as the copy into the caller's buffer and the layer
 //    digest: one pass over the bytes, one copy, from RocksDB's block into
-//    the destination.
+//    the destination. A reader opened with PieceChecks::kLayerDigest skips
+//    the records' own checksums on ReadInto (below).
 //  - The layer digest is compared with the manifest's before the LAST piece
 //    is returned: a caller never holds a complete layer that is not the one
 //    the manifest names.
@@ -35,6 +36,23 @@
 #include "auxstore/status.h"
 
 namespace auxstore {
+
+// How a reader checks the pieces it copies (Store::OpenLayer).
+enum class PieceChecks : uint8_t {
+  // Each piece's record in full, its own checksum included, before the
+  // piece is yielded: two hash passes over every byte (the record's
+  // checksum and the layer digest).
+  kEachRecord = 0,
+  // ReadInto checks each record's envelope, key, kind and range but its
+  // bytes only through the layer digest: one hash pass. The digest is still
+  // compared before the last piece is yielded; on a mismatch every record is
+  // decoded again with its own checksum, so a damaged one is named and
+  // quarantined as kEachRecord would have. Pieces before the last may hold
+  // damaged bytes, so this is for callers that use nothing until the last
+  // piece returns OK (the restore pipeline commits a restore only then).
+  // Read()'s views are always checked in full.
+  kLayerDigest = 1,
+};
 
 class LayerReader {
  public:

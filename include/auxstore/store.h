@@ -228,10 +228,12 @@ class Store {
   // themselves (pipeline/). NotFound when the manifest has no such layer;
   // Corruption (quarantined) when a layer that is only a header fails its
   // digest. Nothing is touched (no hit, no LRU). The reader must not
-  // outlive the store.
-  virtual Result<std::unique_ptr<LayerReader>> OpenLayer(NamespaceId ns, const Prefix& prefix,
-                                                         const Manifest& manifest,
-                                                         uint32_t layer) = 0;
+  // outlive the store. `checks`: kLayerDigest for callers that use no
+  // piece until the last one returned OK (one hash pass instead of two;
+  // layer_reader.h).
+  virtual Result<std::unique_ptr<LayerReader>> OpenLayer(
+      NamespaceId ns, const Prefix& prefix, const Manifest& manifest, uint32_t layer,
+      PieceChecks checks = PieceChecks::kEachRecord) = 0;
 
   // Removes the snapshot's manifest (so lookups miss) and counts a
   // quarantine. Returns `why` when it did; OK when there was nothing to do.

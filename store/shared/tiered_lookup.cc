@@ -398,9 +398,9 @@ Result<std::vector<uint8_t>> TieredStore::GetLayer(NamespaceId ns, const Prefix&
 
 Result<std::unique_ptr<LayerReader>> TieredStore::OpenLayer(NamespaceId ns, const Prefix& prefix,
                                                             const Manifest& manifest,
-                                                            uint32_t layer) {
+                                                            uint32_t layer, PieceChecks checks) {
   // The manifest came from this store (GetManifest restored it first).
-  return Local().OpenLayer(ns, prefix, manifest, layer);
+  return Local().OpenLayer(ns, prefix, manifest, layer, checks);
 }
 
 Result<uint64_t> TieredStore::ReadLayerInto(NamespaceId ns, const Prefix& prefix, uint32_t layer,

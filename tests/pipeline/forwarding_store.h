@@ -82,8 +82,9 @@ class ForwardingStore final : public Store {
     return in_.GetLayer(ns, p, l);
   }
   // The real reader, behind the faults above (FaultyReader).
-  Result<std::unique_ptr<LayerReader>> OpenLayer(NamespaceId ns, const Prefix& p, const Manifest& m,
-                                                 uint32_t layer) override;
+  Result<std::unique_ptr<LayerReader>> OpenLayer(
+      NamespaceId ns, const Prefix& p, const Manifest& m, uint32_t layer,
+      PieceChecks checks = PieceChecks::kEachRecord) override;
   Status Quarantine(NamespaceId ns, const Prefix& p, const Status& why) override {
     ++quarantines;
     return in_.Quarantine(ns, p, why);
@@ -183,11 +184,9 @@ class ForwardingStore::FaultyReader final : public LayerReader {
   std::unique_ptr<LayerReader> in_;
 };
 
-inline Result<std::unique_ptr<LayerReader>> ForwardingStore::OpenLayer(NamespaceId ns,
-                                                                       const Prefix& p,
-                                                                       const Manifest& m,
-                                                                       uint32_t layer) {
-  AUXSTORE_ASSIGN_OR_RETURN(auto inner, in_.OpenLayer(ns, p, m, layer));
+inline Result<std::unique_ptr<LayerReader>> ForwardingStore::OpenLayer(
+    NamespaceId ns, const Prefix& p, const Manifest& m, uint32_t layer, PieceChecks checks) {
+  AUXSTORE_ASSIGN_OR_RETURN(auto inner, in_.OpenLayer(ns, p, m, layer, checks));
   return std::unique_ptr<LayerReader>(
       std::make_unique<FaultyReader>(*this, ns, p, std::move(inner)));
 }

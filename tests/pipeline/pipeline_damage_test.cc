@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "store/keys.h"
 #include "tests/pipeline/pipeline_fixture.h"
+#include "tests/store/record_damage.h"
 
 namespace auxstore {
 namespace {
@@ -83,6 +85,43 @@ TEST_F(PipelineDamageTest, DamagedBytesOnDiskFailTheRestoreAndTheStoreQuarantine
   EXPECT_EQ(store_->quarantines.load(), 0)
       << "the pipeline asked for a quarantine itself; the store's read already did";
   EXPECT_EQ((*p)->stats().restores_failed, 1u);
+}
+
+// A record altered under an intact block (its own checksum wrong, RocksDB's
+// right) in a layer's first piece: the restore checks pieces through the
+// layer digest alone (PieceChecks::kLayerDigest), so the damage is found at
+// the layer's last piece, before anything commits: the restore fails, no
+// target moves, and the store names and quarantines the damaged record.
+TEST_F(PipelineDamageTest, ARecordAlteredBeforeALayersLastPieceFailsTheRestoreAndIsQuarantined) {
+  Sequence src = Filled(10);
+  const Prefix prefix = PrefixFromSeed(10);
+  {
+    auto p = MakePipeline();
+    ASSERT_TRUE(p->Snapshot(ns_, prefix, 301, src.sources(), stream_).ok());
+    ASSERT_TRUE(p->Flush().ok());
+  }
+  const PutId put = real_store_->GetManifest(ns_, prefix).value().put_id;
+  store_.reset();
+  real_store_.reset();
+  // Layer 2 is opaque, 5000 bytes: chunks 0 (4096 bytes) and 1.
+  testing::RewriteRecord(dir_.path(), store_internal::RecordKey(ns_, put, 2, 0, 0),
+                         [](std::string* v) { (*v)[v->size() / 2] ^= 0x10; });
+  Options o;
+  o.chunk_bytes = 4096;
+  auto s = Store::Open(o, dir_.path());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  real_store_ = std::move(*s);
+  store_ = std::make_unique<testing::ForwardingStore>(*real_store_);
+
+  auto p = MakePipeline();
+  Sequence dst = Fresh();
+  Status st = p->Restore(ns_, prefix, dst.targets(), stream_).get();
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_NE(st.message().find("layer 2 array 0 chunk 0"), std::string::npos) << st.message();
+  EXPECT_TRUE(dst.all_fresh()) << "a failed restore moved a target's counters";
+  EXPECT_EQ(real_store_->Stats().quarantines, 1u);
+  EXPECT_TRUE(real_store_->GetManifest(ns_, prefix).status().IsNotFound());
+  EXPECT_EQ(store_->quarantines.load(), 0) << "the store's read quarantined it, not the pipeline";
 }
 
 }  // namespace

@@ -40,11 +40,12 @@ class LayerReaderTest : public testing::StoreFixture {
     Reopen();
   }
 
-  std::unique_ptr<LayerReader> OpenReader(const Prefix& p, uint32_t layer) {
+  std::unique_ptr<LayerReader> OpenReader(const Prefix& p, uint32_t layer,
+                                          PieceChecks checks = PieceChecks::kEachRecord) {
     auto m = store_->GetManifest(ns_, p);
     EXPECT_TRUE(m.ok()) << m.status().ToString();
     if (!m.ok()) return nullptr;
-    auto r = store_->OpenLayer(ns_, p, *m, layer);
+    auto r = store_->OpenLayer(ns_, p, *m, layer, checks);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? std::move(*r) : nullptr;
   }
@@ -173,6 +174,40 @@ TEST_F(LayerReaderTest, ADamagedPieceQuarantinesAndNeitherItNorTheLastIsYielded)
   auto again = r->ReadInto(dst);
   EXPECT_TRUE(again.status().IsCorruption()) << "a spent reader yields nothing more";
   EXPECT_EQ(r->next(), 2u);
+  EXPECT_EQ(store_->Stats().quarantines, 1u);
+  EXPECT_TRUE(store_->GetManifest(ns_, p).status().IsNotFound());
+  EXPECT_EQ(store_->GetLayer(ns_, other, 0).value(), kept) << "only the damaged snapshot goes";
+}
+
+// Checked through the layer digest alone (the restore pipeline's reads): the
+// damaged piece is copied like the others, but the last piece is never
+// yielded, the damaged record is named and the same snapshots are
+// quarantined as a reader checking each record would have.
+TEST_F(LayerReaderTest, ADamagedPieceCheckedByTheLayerDigestFailsTheLastPieceAndIsNamed) {
+  const Prefix p = PrefixFromSeed(1), other = PrefixFromSeed(2);
+  const auto blob = PutOpaque(p, 4 * kChunk, 1);
+  const auto kept = PutOpaque(other, 2 * kChunk, 2);
+  {  // intact, both ways give the same bytes
+    auto r = OpenReader(p, 0, PieceChecks::kLayerDigest);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(ReadAll(*r), blob);
+  }
+  const std::string key = ChunkKey(p, 2);
+  Close();
+  testing::RewriteRecord(path(), key, [](std::string* v) { (*v)[v->size() / 2] ^= 0x10; });
+  Open();
+  auto r = OpenReader(p, 0, PieceChecks::kLayerDigest);
+  ASSERT_TRUE(r);
+  std::vector<uint8_t> dst(kChunk);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(r->ReadInto(dst).ok()) << "piece " << i;
+  EXPECT_EQ(store_->Stats().quarantines, 0u) << "nothing is decided before the last piece";
+  auto last = r->ReadInto(dst);
+  EXPECT_TRUE(last.status().IsCorruption()) << last.status().ToString();
+  EXPECT_NE(last.status().message().find("chunk 2"), std::string::npos)
+      << "the damaged record is named: " << last.status().message();
+  EXPECT_EQ(r->next(), 3u) << "the last piece was not yielded";
+  EXPECT_FALSE(r->done());
+  EXPECT_TRUE(r->ReadInto(dst).status().IsCorruption()) << "a spent reader yields nothing more";
   EXPECT_EQ(store_->Stats().quarantines, 1u);
   EXPECT_TRUE(store_->GetManifest(ns_, p).status().IsNotFound());
   EXPECT_EQ(store_->GetLayer(ns_, other, 0).value(), kept) << "only the damaged snapshot goes";
