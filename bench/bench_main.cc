@@ -123,6 +123,8 @@ nlohmann::json RunWorkload(const Config& c, const Workload& w) {
     }
     time("auxstore read (cold)", [&] { return aux.ReadLayers(data, true); });
     time("auxstore read (warm)", [&] { return aux.ReadLayers(data, false); });
+    time("auxstore read into (cold)", [&] { return aux.ReadLayersInto(data, true); });
+    time("auxstore read into (warm)", [&] { return aux.ReadLayersInto(data, false); });
     // The raw read of exactly the blocks the restore reads.
     time("raw read of the store's files (cold)", [&] { return RawReadTreeCold(c.dir + "/store"); });
     if (want("auxstore restore pipeline (cold)")) {
@@ -158,6 +160,8 @@ nlohmann::json RunWorkload(const Config& c, const Workload& w) {
       {"sync write / raw write", ratio("auxstore write sync", "raw write+fdatasync")},
       {"cold read / raw read", ratio("auxstore read (cold)", "raw read (cold)")},
       {"warm read / memcpy", ratio("auxstore read (warm)", "memcpy")},
+      {"cold read into / raw read", ratio("auxstore read into (cold)", "raw read (cold)")},
+      {"warm read into / memcpy", ratio("auxstore read into (warm)", "memcpy")},
       {"sync write / file-per-blob", ratio("auxstore write sync", "file-per-blob write")},
       {"sync write / blobdb write",
        ratio("auxstore write sync", "rocksdb blobdb write (WAL, sync)")},

@@ -76,6 +76,26 @@ double StoreContender::ReadLayers(const WorkloadData& data, bool cold) {
   return t.Seconds();
 }
 
+double StoreContender::ReadLayersInto(const WorkloadData& data, bool cold) {
+  Options o;
+  o.background_maintenance = false;
+  auto store = Store::Open(o, dir_);
+  if (!store.ok()) return -1;
+  if (cold) DropPageCache(dir_);
+  const NamespaceId ns = NamespaceFingerprint(BenchSpec());
+  const Workload& w = data.workload();
+  HugeBuffer buf(w.snapshot_bytes());
+  std::vector<Store::LayerInto> layers(w.layers);
+  Stopwatch t;
+  for (uint32_t s = 0; s < w.snapshots; ++s) {
+    for (uint32_t l = 0; l < w.layers; ++l) {
+      layers[l] = {.layer = l, .dst = buf.span().subspan(l * w.layer_bytes, w.layer_bytes)};
+    }
+    if (!(*store)->ReadLayersInto(ns, NthPrefix(s), layers).ok()) return -1;
+  }
+  return t.Seconds();
+}
+
 IndexFigures MeasureIndex(const std::string& dir, uint64_t manifests, uint32_t probes) {
   IndexFigures f;
   f.manifests = manifests;

@@ -28,6 +28,10 @@ class StoreContender {
   // Reads every layer of every snapshot with Store::ReadLayer into one reused
   // buffer (checksums verified); `cold` drops the store's pages first.
   double ReadLayers(const WorkloadData& data, bool cold);
+  // Reads every snapshot with one Store::ReadLayersInto of all its layers
+  // into one reused buffer of a snapshot's size (the connectors' read into
+  // the engine's memory).
+  double ReadLayersInto(const WorkloadData& data, bool cold);
 
  private:
   std::string dir_;

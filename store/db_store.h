@@ -285,6 +285,11 @@ class DbStore final : public Store {
     // byte instead of two (the caller's bytes are unusable until the
     // layer's last piece returns OK, as always).
     bool digest_first = false;
+    // Read ahead only pieces big enough for an iterator of their own
+    // (PieceReader::kOwnIteratorBytes): for records readers that do not pin
+    // (ReadLayersInto's, shared by a snapshot's layers), whose iterators
+    // must not move while the caller checks a piece they hold.
+    bool ahead_large_only = false;
   };
   // NotFound when `manifest` has no layer `layer`; a header-only layer's
   // digest is checked here.

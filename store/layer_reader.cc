@@ -73,10 +73,11 @@ class DbStore::PieceReader {
   static constexpr uint64_t kOwnIteratorBytes = 1u << 20;
 
   // The record `key` of `piece`: NotFound when absent. A large piece read
-  // ahead comes with `own`, the iterator holding its block.
-  Status Read(const std::string& key, const LayerPiece& piece, rocksdb::Slice* value,
+  // ahead (`ahead`, or any read of a pinning reader) comes with `own`, the
+  // iterator holding its block.
+  Status Read(const std::string& key, const LayerPiece& piece, bool ahead, rocksdb::Slice* value,
               std::unique_ptr<PinnedRecord>* own) {
-    if (pin_ && piece.bytes >= kOwnIteratorBytes) {
+    if ((pin_ || ahead) && piece.bytes >= kOwnIteratorBytes) {
       auto record = std::make_unique<PinnedRecord>();
       AUXSTORE_RETURN_IF_ERROR(s_.PinRecord(key, record.get()));
       *value = record->value;
@@ -247,15 +248,19 @@ class DbStore::LayerCursor final : public LayerReader {
     const size_t until = std::min(pieces_.size(), next_ + 1 + mode_.read_ahead);
     if (posted_ <= next_) posted_ = next_ + 1;
     for (; posted_ < until; ++posted_) {
+      // A reader that does not pin reads ahead only what gets an iterator of
+      // its own; the next small piece waits for its turn, and so do the ones
+      // after it.
+      if (mode_.ahead_large_only && pieces_[posted_].bytes < PieceReader::kOwnIteratorBytes) break;
       ahead_.push_back(
           boost::asio::post(s_.read_pool_, boost::asio::use_future([this, i = posted_] {
                               Fetched f;
-                              Fetch(i, &f);
+                              Fetch(i, &f, /*ahead=*/true);
                               return f;
                             })));
     }
     if (ahead_.empty() || posted_ - ahead_.size() > next_) {
-      Fetch(next_, &taken_);
+      Fetch(next_, &taken_, /*ahead=*/false);
     } else {
       taken_ = ahead_.front().get();
       ahead_.erase(ahead_.begin());
@@ -263,12 +268,13 @@ class DbStore::LayerCursor final : public LayerReader {
     return taken_;
   }
 
-  // Piece i's record into `f`, its key written over f->key's buffer.
-  void Fetch(size_t i, Fetched* f) {
+  // Piece i's record into `f`, its key written over f->key's buffer;
+  // `ahead`: on the read pool, while the caller checks an earlier piece.
+  void Fetch(size_t i, Fetched* f, bool ahead) {
     const LayerPiece& piece = pieces_[i];
     AssignRecordKey(&f->key, ns_, piece.owner, entry_.layer, piece.array, piece.chunk);
     f->own.reset();
-    f->status = records_->Read(f->key, piece, &f->value, &f->own);
+    f->status = records_->Read(f->key, piece, ahead, &f->value, &f->own);
   }
 
   Status CheckDigest() {
@@ -286,7 +292,7 @@ class DbStore::LayerCursor final : public LayerReader {
     for (size_t i = 0; i < pieces_.size(); ++i) {
       const LayerPiece& piece = pieces_[i];
       Fetched f;
-      Fetch(i, &f);
+      Fetch(i, &f, /*ahead=*/false);
       Status st = std::move(f.status);
       if (st.IsNotFound()) {
         st = Status::Corruption("snapshot is torn: missing " + PieceWhere(piece));
@@ -394,6 +400,10 @@ Result<uint64_t> DbStore::CopyLayerInto(NamespaceId ns, const Prefix& prefix,
   }
   ReadMode mode;
   mode.digest_first = true;  // the bytes land in `dst` only: one hash pass
+  // Multi-MiB pieces are read ahead while this thread hashes and copies the
+  // one before (`records` does not pin: small pieces are read in turn).
+  mode.read_ahead = 2;
+  mode.ahead_large_only = true;
   LayerCursor reader(*this, ns, prefix, manifest, layer, mode, records);
   AUXSTORE_RETURN_IF_ERROR(reader.Start());
   std::copy(entry->header.begin(), entry->header.end(), dst.begin());

@@ -286,8 +286,10 @@ class Store {
   // block into `dst`, in the pass that feeds the layer digest (every record
   // header checked on the way). Each record's own checksum is checked only
   // when the digest differs, to name and quarantine the damaged record: one
-  // hash pass per byte. Returns the layer's size. OutOfRange (nothing
-  // written) when `dst` is too small. On Corruption the snapshot is
+  // hash pass per byte. Chunks of a mebibyte and more are read ahead (two,
+  // on the store's read threads) while the one before is hashed and copied.
+  // Returns the layer's size. OutOfRange (nothing written) when `dst` is too
+  // small. On Corruption the snapshot is
   // quarantined and `dst` holds partial bytes that must not be used.
   // A snapshot replaced while read (a put of its prefix, or Compact moving
   // its pages to a new stream) is read again under its new manifest, up to

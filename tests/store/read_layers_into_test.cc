@@ -176,6 +176,43 @@ TEST_F(ReadLayersIntoTest, ADamagedRecordIsStillNamedThoughTheCopyChecksTheLayer
   EXPECT_TRUE(store_->GetManifest(ns_, p).status().IsNotFound());
 }
 
+// Pieces of a mebibyte and more are read ahead on the store's read pool
+// while the one before is hashed and copied (each by an iterator of its
+// own); smaller ones, here each layer's tail and a small layer between, are
+// read in turn. The bytes are exact, and damage in a piece read ahead is
+// still found, named and quarantined.
+TEST_F(ReadLayersIntoTest, MultiMiBPiecesReadAheadArriveExactAndTheirDamageIsNamed) {
+  options_.chunk_bytes = 1u << 20;
+  Reopen();
+  const Prefix p = PrefixFromSeed(1), other = PrefixFromSeed(2);
+  const size_t big = (3u << 20) + 5000;  // pieces of 1, 1, 1 MiB and 5000 bytes
+  const auto blobs = PutLayers(p, {big, 7000, big}, 1);
+  const auto kept = PutLayers(other, {big}, 2);
+  std::vector<std::vector<uint8_t>> room;
+  auto layers = Into({2, 1, 0}, room, big);
+  ASSERT_TRUE(store_->ReadLayersInto(ns_, p, layers).ok());
+  EXPECT_EQ(Got(layers[0]), blobs[2]);
+  EXPECT_EQ(Got(layers[1]), blobs[1]);
+  EXPECT_EQ(Got(layers[2]), blobs[0]);
+
+  // Chunk 2 of layer 0 is read ahead while chunk 1 is checked.
+  const std::string key =
+      store_internal::RecordKey(ns_, store_->GetManifest(ns_, p)->put_id, 0, 0, 2);
+  Close();
+  testing::RewriteRecord(path(), key, [](std::string* v) { (*v)[v->size() / 2] ^= 0x01; });
+  Open();
+  layers = Into({0, 2}, room, big);
+  const Status st = store_->ReadLayersInto(ns_, p, layers);
+  ASSERT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_NE(st.message().find("layer 0 array 0 chunk 2 of put"), std::string::npos) << st.message();
+  EXPECT_TRUE(layers[1].status.IsCorruption()) << "the snapshot is gone for the layers after it";
+  EXPECT_EQ(store_->Stats().quarantines, 1u);
+  EXPECT_TRUE(store_->GetManifest(ns_, p).status().IsNotFound());
+  std::vector<uint8_t> dst(big);
+  ASSERT_EQ(store_->ReadLayerInto(ns_, other, 0, dst).value(), big);
+  EXPECT_EQ(dst, kept[0]) << "only the damaged snapshot goes";
+}
+
 // A record's bytes copied whole under another record's key: every header
 // check passes, only the key-seeded checksum tells; the layer digest
 // catches it and the checksums name the record.
