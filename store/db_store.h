@@ -308,6 +308,10 @@ class DbStore final : public Store {
   // Otherwise one iterator per owner put.
   std::shared_ptr<PieceReader> NewPieceReader(NamespaceId ns, ReadMode mode,
                                               bool across_puts = false);
+  // Reads the first piece of `layer` of `m` on the read pool when it is big
+  // enough for an iterator of its own, for `records`' next Read of it: the
+  // next layer's block comes in while the caller copies this one's.
+  void PrefetchFirstPiece(PieceReader& records, NamespaceId ns, const Manifest& m, uint32_t layer);
   // A layer of a loaded manifest into `dst` (ReadLayerInto without the
   // manifest read and the touch).
   Result<uint64_t> CopyLayerInto(NamespaceId ns, const Prefix& prefix,

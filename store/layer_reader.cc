@@ -14,7 +14,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "format/byte_order.h"
@@ -68,6 +70,10 @@ class DbStore::PieceReader {
  public:
   PieceReader(DbStore& s, NamespaceId ns, bool pin, bool across_puts)
       : s_(s), ns_(ns), pin_(pin), across_puts_(across_puts) {}
+  // A prefetch still on the pool reads through this reader's store.
+  ~PieceReader() {
+    if (prefetched_) prefetched_->got.wait();
+  }
 
   // Pieces read ahead of at least this many bytes get their own iterator.
   static constexpr uint64_t kOwnIteratorBytes = 1u << 20;
@@ -77,6 +83,20 @@ class DbStore::PieceReader {
   // iterator holding its block.
   Status Read(const std::string& key, const LayerPiece& piece, bool ahead, rocksdb::Slice* value,
               std::unique_ptr<PinnedRecord>* own) {
+    if (piece.bytes >= kOwnIteratorBytes) {
+      std::optional<Prefetched> taken;
+      {
+        std::lock_guard lock(mu_);
+        if (prefetched_ && prefetched_->key == key) taken.swap(prefetched_);
+      }
+      if (taken) {
+        auto [status, record] = taken->got.get();
+        AUXSTORE_RETURN_IF_ERROR(status);
+        *value = record->value;
+        *own = std::move(record);
+        return Status::Ok();
+      }
+    }
     if ((pin_ || ahead) && piece.bytes >= kOwnIteratorBytes) {
       auto record = std::make_unique<PinnedRecord>();
       AUXSTORE_RETURN_IF_ERROR(s_.PinRecord(key, record.get()));
@@ -120,7 +140,31 @@ class DbStore::PieceReader {
     return Status::Ok();
   }
 
+  // Reads record `key` (of a piece of kOwnIteratorBytes or more) on the
+  // read pool for a later Read of it; one at a time.
+  void Prefetch(const std::string& key) {
+    std::optional<Prefetched> stale;
+    {
+      std::lock_guard lock(mu_);
+      if (prefetched_ && prefetched_->key == key) return;
+      stale.swap(prefetched_);
+      prefetched_.emplace();
+      prefetched_->key = key;
+      prefetched_->got =
+          boost::asio::post(s_.read_pool_, boost::asio::use_future([this, key] {
+                              auto record = std::make_unique<PinnedRecord>();
+                              Status st = s_.PinRecord(key, record.get());
+                              return std::make_pair(std::move(st), std::move(record));
+                            }));
+    }
+    if (stale) stale->got.wait();  // its layer was never read (an error): dropped
+  }
+
  private:
+  struct Prefetched {
+    std::string key;
+    std::future<std::pair<Status, std::unique_ptr<PinnedRecord>>> got;
+  };
   struct Owner {
     std::mutex mu;
     std::string upper;
@@ -133,6 +177,7 @@ class DbStore::PieceReader {
   const bool across_puts_;  // one iterator, owners_[0], up to the namespace's end
   std::mutex mu_;
   std::map<PutId, std::unique_ptr<Owner>> owners_;
+  std::optional<Prefetched> prefetched_;  // under mu_
 };
 
 class DbStore::LayerCursor final : public LayerReader {
@@ -412,6 +457,17 @@ Result<uint64_t> DbStore::CopyLayerInto(NamespaceId ns, const Prefix& prefix,
     AUXSTORE_RETURN_IF_ERROR(reader.ReadInto(dst.subspan(at)).status());
   }
   return entry->bytes;
+}
+
+void DbStore::PrefetchFirstPiece(PieceReader& records, NamespaceId ns, const Manifest& m,
+                                 uint32_t layer) {
+  const LayerEntry* entry = m.FindLayer(layer);
+  // Small layers (a connector's pages) pay nothing beyond this look-up.
+  if (entry == nullptr || entry->bytes < PieceReader::kOwnIteratorBytes) return;
+  const std::vector<LayerPiece> pieces = PlanPieces(m, *entry);
+  if (pieces.empty() || pieces.front().bytes < PieceReader::kOwnIteratorBytes) return;
+  const LayerPiece& first = pieces.front();
+  records.Prefetch(RecordKey(ns, first.owner, layer, first.array, first.chunk));
 }
 
 Result<std::unique_ptr<LayerReader>> DbStore::OpenLayer(NamespaceId ns, const Prefix& prefix,

@@ -84,6 +84,8 @@ Status DbStore::ReadLayersOf(NamespaceId ns, const Prefix& prefix,
     std::shared_ptr<const Manifest> again;
     for (size_t i = 0; i < layers.size(); ++i) {
       LayerInto& l = layers[i];
+      // The next layer's first block comes in while this one is copied.
+      if (i + 1 < layers.size()) PrefetchFirstPiece(*records, ns, *manifest, layers[i + 1].layer);
       auto got = CopyLayerInto(ns, prefix, manifest, l.layer, l.dst, records);
       l.status = got.status();
       l.bytes = got.ok() ? *got : 0;

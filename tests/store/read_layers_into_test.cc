@@ -213,6 +213,37 @@ TEST_F(ReadLayersIntoTest, MultiMiBPiecesReadAheadArriveExactAndTheirDamageIsNam
   EXPECT_EQ(dst, kept[0]) << "only the damaged snapshot goes";
 }
 
+// A layer's first piece of a mebibyte and more is read while the layer
+// before it is copied (PrefetchFirstPiece): damage in it is found and named
+// as in any other piece, and the layer before stays read.
+TEST_F(ReadLayersIntoTest, AFirstPieceReadWhileTheLayerBeforeIsCopiedIsCheckedAsAnyOther) {
+  options_.chunk_bytes = 1u << 20;
+  Reopen();
+  const Prefix p = PrefixFromSeed(1);
+  const size_t big = (2u << 20) + 100;
+  const auto blobs = PutLayers(p, {big, big, big}, 1);
+  std::vector<std::vector<uint8_t>> room;
+  auto layers = Into({0, 1, 2}, room, big);
+  ASSERT_TRUE(store_->ReadLayersInto(ns_, p, layers).ok());
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(Got(layers[i]), blobs[i]) << "layer " << i;
+
+  const std::string key =
+      store_internal::RecordKey(ns_, store_->GetManifest(ns_, p)->put_id, 1, 0, 0);
+  Close();
+  testing::RewriteRecord(path(), key, [](std::string* v) { (*v)[v->size() / 3] ^= 0x04; });
+  Open();
+  layers = Into({0, 1, 2}, room, big);
+  const Status st = store_->ReadLayersInto(ns_, p, layers);
+  ASSERT_TRUE(st.IsCorruption()) << st.ToString();
+  ASSERT_TRUE(layers[0].status.ok()) << layers[0].status.ToString();
+  EXPECT_EQ(Got(layers[0]), blobs[0]);
+  EXPECT_NE(layers[1].status.message().find("layer 1 array 0 chunk 0 of put"), std::string::npos)
+      << layers[1].status.message();
+  EXPECT_TRUE(layers[2].status.IsCorruption());
+  EXPECT_EQ(store_->Stats().quarantines, 1u);
+  EXPECT_TRUE(store_->GetManifest(ns_, p).status().IsNotFound());
+}
+
 // A record's bytes copied whole under another record's key: every header
 // check passes, only the key-seeded checksum tells; the layer digest
 // catches it and the checksums name the record.
