@@ -7,18 +7,18 @@
 //     range plans only its rows' segments (SeqState::PlanRestoreRows); the
 //     layer is still read and verified whole, Upload skips the rest.
 //  2. Stream: restore_read_ahead lanes (one per two cores, 2 to 8, by
-//     default: DefaultRestoreLanes) run on the Asio pool, each taking the next layer
-//     not yet streamed and reading its pieces (its pages from the puts that
-//     stored them, then its own rows) in order straight into staging
-//     through the store's LayerReader, checked through the layer digest
-//     (PieceChecks::kLayerDigest: one hash pass, fused with the copy). Each
-//     piece is uploaded as soon as it is staged; the reader yields the last one only after the layer's
-//     digest matched, and quarantines damage itself (layer_reader.h). Then
-//     the layer's re-pool (QSA) is enqueued,
-//     its event recorded, and a host callback marks it done. A lane holds
-//     one buffer at a time and waits for the next holding none, so
-//     concurrent restores cannot deadlock; a buffer returns once its copy
-//     has completed.
+//     default: DefaultRestoreLanes) run on the Asio pool, each taking the
+//     next layer not yet streamed and reading its pieces (its pages from the
+//     puts that stored them, then its own rows) in order straight into
+//     staging through the store's LayerReader, checked through the layer
+//     digest (PieceChecks::kLayerDigest: one hash pass, fused with the
+//     copy). Each piece is uploaded as soon as it is staged; the reader
+//     yields the last one only after the layer's digest matched, and
+//     quarantines damage itself (layer_reader.h). Then the layer's re-pool
+//     (QSA) is enqueued, its event recorded, and a host callback marks it
+//     done. A lane holds one buffer at a time and waits for the next holding
+//     none, so concurrent restores cannot deadlock; a buffer returns once its
+//     copy has completed.
 //  3. Commit: once every lane is done, every counter set at once, completion
 //     after the stream passed the work.
 // A failure (or a cancel) at any step moves no counter; the completion of a
