@@ -54,19 +54,30 @@ WriteResult StoreContender::Write(const WorkloadData& data, Durability mode) {
   return r;
 }
 
-double StoreContender::ReadLayers(const WorkloadData& data, bool cold) {
+namespace {
+
+// The written store, opened for reads; `cold`: its pages dropped first.
+std::unique_ptr<Store> OpenToRead(const std::string& dir, bool cold) {
   Options o;
   o.background_maintenance = false;
-  auto store = Store::Open(o, dir_);
-  if (!store.ok()) return -1;
-  if (cold) DropPageCache(dir_);
+  auto store = Store::Open(o, dir);
+  if (!store.ok()) return nullptr;
+  if (cold) DropPageCache(dir);
+  return std::move(*store);
+}
+
+}  // namespace
+
+double StoreContender::ReadLayers(const WorkloadData& data, bool cold) {
+  auto store = OpenToRead(dir_, cold);
+  if (!store) return -1;
   const NamespaceId ns = NamespaceFingerprint(BenchSpec());
   const Workload& w = data.workload();
   HugeBuffer buf(w.layer_bytes);
   Stopwatch t;
   for (uint32_t s = 0; s < w.snapshots; ++s) {
     for (uint32_t l = 0; l < w.layers; ++l) {
-      Status st = (*store)->ReadLayer(ns, NthPrefix(s), l, [&](uint64_t off, ByteSpan c) {
+      Status st = store->ReadLayer(ns, NthPrefix(s), l, [&](uint64_t off, ByteSpan c) {
         std::memcpy(buf.data() + off, c.data(), c.size());
         return Status::Ok();
       });
@@ -77,11 +88,8 @@ double StoreContender::ReadLayers(const WorkloadData& data, bool cold) {
 }
 
 double StoreContender::ReadLayersInto(const WorkloadData& data, bool cold) {
-  Options o;
-  o.background_maintenance = false;
-  auto store = Store::Open(o, dir_);
-  if (!store.ok()) return -1;
-  if (cold) DropPageCache(dir_);
+  auto store = OpenToRead(dir_, cold);
+  if (!store) return -1;
   const NamespaceId ns = NamespaceFingerprint(BenchSpec());
   const Workload& w = data.workload();
   HugeBuffer buf(w.snapshot_bytes());
@@ -91,7 +99,7 @@ double StoreContender::ReadLayersInto(const WorkloadData& data, bool cold) {
     for (uint32_t l = 0; l < w.layers; ++l) {
       layers[l] = {.layer = l, .dst = buf.span().subspan(l * w.layer_bytes, w.layer_bytes)};
     }
-    if (!(*store)->ReadLayersInto(ns, NthPrefix(s), layers).ok()) return -1;
+    if (!store->ReadLayersInto(ns, NthPrefix(s), layers).ok()) return -1;
   }
   return t.Seconds();
 }
