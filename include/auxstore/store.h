@@ -310,13 +310,15 @@ class Store {
   // reads it (same checks, same quarantine), with the manifest read once
   // for all of them and, in DbStore, one iterator per owner put across
   // their records: the call for many small layers (a connector's pages).
-  // Each layer's outcome is in its `status`; returns the first error, OK
-  // when every layer was read. A layer's own error (not in the snapshot,
-  // `dst` too small) fails that layer only. Once the snapshot is gone
-  // (NotFound: missing, or erased while read) or found damaged
-  // (Corruption, quarantined), the layers not yet read fail with that error.
-  // A snapshot replaced while read is read again whole under its new
-  // manifest (as ReadLayerInto), so every layer comes from one version.
+  // In DbStore the next layer's first chunk, when it is a mebibyte or more,
+  // is read while a layer is copied. Each layer's outcome is in its
+  // `status`; returns the first error, OK when every layer was read. A
+  // layer's own error (not in the snapshot, `dst` too small) fails that
+  // layer only. Once the snapshot is gone (NotFound: missing, or erased
+  // while read) or found damaged (Corruption, quarantined), the layers not
+  // yet read fail with that error. A snapshot replaced while read is read
+  // again whole under its new manifest (as ReadLayerInto), so every layer
+  // comes from one version.
   virtual Status ReadLayersInto(NamespaceId ns, const Prefix& prefix, std::span<LayerInto> layers);
 
   // Layers of several snapshots (of any namespaces), each snapshot's
