@@ -89,20 +89,20 @@ class DbStore::PieceReader {
         std::lock_guard lock(mu_);
         if (prefetched_ && prefetched_->key == key) taken.swap(prefetched_);
       }
+      std::unique_ptr<PinnedRecord> record;
       if (taken) {
-        auto [status, record] = taken->got.get();
+        auto [status, got] = taken->got.get();
         AUXSTORE_RETURN_IF_ERROR(status);
+        record = std::move(got);
+      } else if (pin_ || ahead) {
+        record = std::make_unique<PinnedRecord>();
+        AUXSTORE_RETURN_IF_ERROR(s_.PinRecord(key, record.get()));
+      }
+      if (record) {
         *value = record->value;
         *own = std::move(record);
         return Status::Ok();
       }
-    }
-    if ((pin_ || ahead) && piece.bytes >= kOwnIteratorBytes) {
-      auto record = std::make_unique<PinnedRecord>();
-      AUXSTORE_RETURN_IF_ERROR(s_.PinRecord(key, record.get()));
-      *value = record->value;
-      *own = std::move(record);
-      return Status::Ok();
     }
     Owner* o;
     {
@@ -462,8 +462,13 @@ Result<uint64_t> DbStore::CopyLayerInto(NamespaceId ns, const Prefix& prefix,
 void DbStore::PrefetchFirstPiece(PieceReader& records, NamespaceId ns, const Manifest& m,
                                  uint32_t layer) {
   const LayerEntry* entry = m.FindLayer(layer);
-  // Small layers (a connector's pages) pay nothing beyond this look-up.
+  // Small layers (a connector's pages) and layers whose first piece cannot
+  // reach the size (a piece is at most its owner's chunk) pay nothing
+  // beyond this look-up.
   if (entry == nullptr || entry->bytes < PieceReader::kOwnIteratorBytes) return;
+  const uint32_t first_chunk_bytes =
+      entry->runs.empty() ? m.chunk_bytes : entry->runs.front().owner_chunk_bytes;
+  if (first_chunk_bytes < PieceReader::kOwnIteratorBytes) return;
   const std::vector<LayerPiece> pieces = PlanPieces(m, *entry);
   if (pieces.empty() || pieces.front().bytes < PieceReader::kOwnIteratorBytes) return;
   const LayerPiece& first = pieces.front();

@@ -289,8 +289,8 @@ class Store {
   // hash pass per byte. Chunks of a mebibyte and more are read ahead (two,
   // on the store's read threads) while the one before is hashed and copied.
   // Returns the layer's size. OutOfRange (nothing written) when `dst` is too
-  // small. On Corruption the snapshot is
-  // quarantined and `dst` holds partial bytes that must not be used.
+  // small. On Corruption the snapshot is quarantined and `dst` holds partial
+  // bytes that must not be used.
   // A snapshot replaced while read (a put of its prefix, or Compact moving
   // its pages to a new stream) is read again under its new manifest, up to
   // three more times (StoreStats::reads_repeated); erased while read, or

@@ -121,10 +121,10 @@ Args Parse(int argc, char** argv) {
   if (a.mib == 0 || a.layers == 0 || a.rounds == 0 || a.read_ahead == 0 || a.io_threads == 0 ||
       a.staging_buffers == 0 || (a.mib << 20) % a.layers != 0 ||
       (a.kind != "opaque" && a.kind != "qsa")) {
-    Die("usage", Status::InvalidArgument(
-                     "--mib, --layers, --rounds,  --read-ahead, --io-threads, --staging-buffers "
-                     "must be > 0 and "
-                     "--mib MiB must split evenly into --layers; --kind is opaque or qsa"));
+    Die("usage",
+        Status::InvalidArgument("--mib, --layers, --rounds, --read-ahead, --io-threads and "
+                                "--staging-buffers must be > 0, --mib MiB must split "
+                                "evenly into --layers, --kind is opaque or qsa"));
   }
   return a;
 }
@@ -249,16 +249,15 @@ int main(int argc, char** argv) {
     const auto ta = Clock::now();
     RestoreTargets targets;
     for (uint32_t l = 0; l < args.layers; ++l) {
+      auto keep = [&](auto created) {
+        if (!created.ok()) Die("state", created.status());
+        targets[l] = created->get();
+        states.push_back(std::move(*created));
+      };
       if (qsa) {
-        auto s = QsaSeqState::Create(gpu, qsa_layer);
-        if (!s.ok()) Die("state", s.status());
-        targets[l] = s->get();
-        states.push_back(std::move(*s));
+        keep(QsaSeqState::Create(gpu, qsa_layer));
       } else {
-        auto s = OpaqueSeqState::Create(gpu, layer_bytes);
-        if (!s.ok()) Die("state", s.status());
-        targets[l] = s->get();
-        states.push_back(std::move(*s));
+        keep(OpaqueSeqState::Create(gpu, layer_bytes));
       }
     }
     alloc_s.push_back(Since(ta));

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <vector>
 
 #include "auxstore/prefix.h"
@@ -242,6 +244,55 @@ TEST_F(ReadLayersIntoTest, AFirstPieceReadWhileTheLayerBeforeIsCopiedIsCheckedAs
   EXPECT_TRUE(layers[2].status.IsCorruption());
   EXPECT_EQ(store_->Stats().quarantines, 1u);
   EXPECT_TRUE(store_->GetManifest(ns_, p).status().IsNotFound());
+}
+
+// Reads that read ahead and prefetch multi-MiB pieces, beside a writer that
+// erases the snapshot and puts it again with other bytes: every read returns
+// one whole version or NotFound (erased while read), never bytes of two
+// versions, never Corruption, and nothing is quarantined.
+TEST_F(ReadLayersIntoTest, MultiMiBReadsBesideAnEraseAndPutWriterSeeOneWholeVersionOrNotFound) {
+  options_.chunk_bytes = 1u << 20;
+  Reopen();
+  const Prefix p = PrefixFromSeed(1);
+  const size_t big = (3u << 20) + 5000;
+  std::vector<std::vector<std::vector<uint8_t>>> versions;
+  for (uint64_t v = 0; v < 2; ++v) {
+    versions.push_back({RandomBytes(big, 100 + v), RandomBytes(big, 200 + v)});
+  }
+  auto put = [&](size_t v) {
+    const LayerBlob layers[] = {{0, Kind::kOpaque, versions[v][0]},
+                                {1, Kind::kOpaque, versions[v][1]}};
+    return store_->PutSnapshot(ns_, p, 1, layers);
+  };
+  ASSERT_TRUE(put(0).ok());
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (size_t round = 1; round <= 12; ++round) {
+      EXPECT_TRUE(store_->Erase(ns_, p).ok());
+      EXPECT_TRUE(put(round % 2).ok());
+    }
+    done = true;
+  });
+  size_t whole = 0, not_found = 0;
+  std::vector<std::vector<uint8_t>> room;
+  while (!done || whole == 0) {
+    auto layers = Into({0, 1}, room, big);
+    const Status st = store_->ReadLayersInto(ns_, p, layers);
+    if (st.IsNotFound()) {
+      ++not_found;
+      continue;
+    }
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    const bool v0 = Got(layers[0]) == versions[0][0] && Got(layers[1]) == versions[0][1];
+    const bool v1 = Got(layers[0]) == versions[1][0] && Got(layers[1]) == versions[1][1];
+    ASSERT_TRUE(v0 || v1) << "a read mixed versions or returned wrong bytes";
+    ++whole;
+  }
+  writer.join();
+  RecordProperty("whole_reads", static_cast<int>(whole));
+  RecordProperty("reads_that_met_an_erase", static_cast<int>(not_found));
+  EXPECT_GT(whole, 0u);
+  EXPECT_EQ(store_->Stats().quarantines, 0u) << not_found << " reads met an erase";
 }
 
 // A record's bytes copied whole under another record's key: every header
