@@ -10,8 +10,6 @@
 
 namespace auxstore {
 
-size_t DefaultRestoreLanes(unsigned cores) { return std::clamp<size_t>(cores / 2, 2, 8); }
-
 // ---- Core -------------------------------------------------------------------
 
 GpuPipeline::Core::Core(Store& s, GpuBackend& g, const PipelineOptions& o)

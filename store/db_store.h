@@ -268,6 +268,16 @@ class DbStore final : public Store {
                                   std::span<uint8_t> dst);
   Status RowRecordDamaged(NamespaceId ns, const Prefix& prefix, const Manifest& m, uint32_t layer,
                           const LayerPiece& piece, Status why);
+  // Damage found by a read of ReadMode::hold_damage, not yet quarantined.
+  struct HeldDamage {
+    struct Found {
+      uint32_t layer = 0;
+      std::optional<LayerPiece> piece;  // the damaged record's, when one is
+      Status why;
+    };
+    std::mutex mu;
+    std::vector<Found> found;  // under mu
+  };
   struct ReadMode {
     // Pieces read ahead on read_pool_ while the caller verifies the ones
     // before (ReadLayer's streaming; every block read then stays pinned
@@ -290,7 +300,15 @@ class DbStore final : public Store {
     // (ReadLayersInto's, shared by a snapshot's layers), whose iterators
     // must not move while the caller checks a piece they hold.
     bool ahead_large_only = false;
+    // Damage found is held here, not quarantined (lanes: the snapshot stays
+    // until every lane stopped, so that the layers before the damaged one
+    // read as they would in turn); the holder quarantines it then.
+    HeldDamage* hold_damage = nullptr;
   };
+  // Quarantines what `held` holds: the records named and the snapshot, if
+  // it is still the one `manifest` describes.
+  void QuarantineHeld(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
+                      HeldDamage& held);
   // NotFound when `manifest` has no layer `layer`; a header-only layer's
   // digest is checked here.
   Result<std::unique_ptr<LayerReader>> OpenCursor(NamespaceId ns, const Prefix& prefix,
@@ -317,13 +335,30 @@ class DbStore final : public Store {
   Result<uint64_t> CopyLayerInto(NamespaceId ns, const Prefix& prefix,
                                  const std::shared_ptr<const Manifest>& manifest, uint32_t layer,
                                  std::span<uint8_t> dst,
-                                 const std::shared_ptr<PieceReader>& records);
+                                 const std::shared_ptr<PieceReader>& records,
+                                 HeldDamage* hold_damage = nullptr);
   // ReadLayersInto after its manifest read (and its touch), its records
   // through `records` (null: a reader of its own). A snapshot replaced
   // while read is read again under its new manifest (ReadAgainUnder).
   Status ReadLayersOf(NamespaceId ns, const Prefix& prefix,
                       std::shared_ptr<const Manifest> manifest, std::span<LayerInto> layers,
                       std::shared_ptr<PieceReader> records = nullptr);
+  // One pass of ReadLayersOf under `manifest`: every layer's outcome set,
+  // except, possibly, of layers after the one returned: the first whose
+  // error ends the snapshot's reads (erased, replaced or damaged), if any.
+  // In turn (sharing `records`, the next layer's first piece prefetched),
+  // or in read_lanes_ lanes, each with a records reader of its own.
+  std::optional<size_t> CopyLayersInTurn(NamespaceId ns, const Prefix& prefix,
+                                         const std::shared_ptr<const Manifest>& manifest,
+                                         std::span<LayerInto> layers,
+                                         std::shared_ptr<PieceReader> records);
+  std::optional<size_t> CopyLayersInLanes(NamespaceId ns, const Prefix& prefix,
+                                          const std::shared_ptr<const Manifest>& manifest,
+                                          std::span<LayerInto> layers);
+  // Whether `layers` of `m` hold enough bytes for lanes.
+  bool WorthLanes(const Manifest& m, std::span<const LayerInto> layers) const;
+  static constexpr uint64_t kLanesFromBytes = 2u << 20;
+  static constexpr uint32_t kMaxReadLanes = 64;
   // A read of `layer` under `read` that ended with `outcome`: the manifest
   // to read it again under when the snapshot was replaced meanwhile (a put
   // of its prefix, or Compact moving its pages) and this was read
@@ -449,13 +484,20 @@ class DbStore final : public Store {
       reads_repeated_{0};
   std::function<void()> after_manifest_read_;  // SetAfterManifestReadForTest
 
+  // ReadLayersInto's lanes (Options::read_lanes resolved).
+  const size_t read_lanes_;
   // ReadLayer's read-ahead: pieces are fetched here while the caller's
-  // thread verifies and delivers the ones before.
-  boost::asio::thread_pool read_pool_{2};
+  // thread verifies and delivers the ones before (as many threads as
+  // lanes, at least 2).
+  boost::asio::thread_pool read_pool_;
   // The store's own work (Options::work_threads): the second SST writer of
   // a big put (RunBeside, store/run_beside.h). Shareable by any work that
   // never waits on a pool thread coming free.
   boost::asio::thread_pool work_pool_;
+  // ReadLayersInto's lanes beside the caller's (read_lanes_ - 1 threads).
+  // A lane waits only on read_pool_, never on this pool: no lane can wait
+  // for a thread of its own pool.
+  boost::asio::thread_pool lane_pool_;
 
   // One TTL/LRU pass at a time: a caller's RunMaintenance waits for a
   // background pass in flight, so it returns with every eviction counted.

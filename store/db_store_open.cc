@@ -92,12 +92,28 @@ bool RecoveryFlushes(const RocksSetup& setup, const std::string& path) {
 
 }  // namespace
 
+}  // namespace store_internal
+
+size_t DefaultRestoreLanes(unsigned cores) { return std::clamp<size_t>(cores / 2, 2, 8); }
+
+namespace store_internal {
+namespace {
+
+size_t ReadLanes(const Options& o) {
+  return o.read_lanes == 0 ? DefaultRestoreLanes() : o.read_lanes;
+}
+
+}  // namespace
+
 DbStore::DbStore(const Options& options, std::string path, std::shared_ptr<rocksdb::FileSystem> fs)
     : options_(options),
       path_(std::move(path)),
       setup_(MakeRocksSetup(FileSystemFor(options, std::move(fs)), options.log_sink,
                             options.log_level)),
-      work_pool_(options.work_threads) {}
+      read_lanes_(ReadLanes(options)),
+      read_pool_(std::max<size_t>(2, read_lanes_)),
+      work_pool_(options.work_threads),
+      lane_pool_(std::max<size_t>(1, read_lanes_ - 1)) {}
 
 Result<std::unique_ptr<Store>> DbStore::Open(const Options& options, const std::string& path,
                                              std::shared_ptr<rocksdb::FileSystem> fs) {
@@ -107,6 +123,10 @@ Result<std::unique_ptr<Store>> DbStore::Open(const Options& options, const std::
     return Status::InvalidArgument("Options.chunk_bytes is over 1 GiB");
   }
   if (options.work_threads == 0) return Status::InvalidArgument("Options.work_threads is 0");
+  if (options.read_lanes > kMaxReadLanes) {
+    return Status::InvalidArgument("Options.read_lanes is " + std::to_string(options.read_lanes) +
+                                   "; at most " + std::to_string(kMaxReadLanes));
+  }
   std::unique_ptr<DbStore> store(new DbStore(options, path, std::move(fs)));
   Status s = store->OpenDb();
   if (!s.ok()) {

@@ -369,6 +369,12 @@ class DbStore::LayerCursor final : public LayerReader {
                               " was erased or replaced while it was being read");
     }
     if (mode_.verify_only) return why;
+    if (mode_.hold_damage) {
+      std::lock_guard lock(mode_.hold_damage->mu);
+      mode_.hold_damage->found.push_back(
+          {entry_.layer, piece ? std::optional<LayerPiece>(*piece) : std::nullopt, why});
+      return why;
+    }
     if (piece) {
       (void)s_.QuarantineRecord(ns_, piece->owner, entry_.layer, piece->array, piece->chunk, why);
     }
@@ -435,7 +441,8 @@ Result<std::unique_ptr<LayerReader>> DbStore::OpenCursor(NamespaceId ns, const P
 Result<uint64_t> DbStore::CopyLayerInto(NamespaceId ns, const Prefix& prefix,
                                         const std::shared_ptr<const Manifest>& manifest,
                                         uint32_t layer, std::span<uint8_t> dst,
-                                        const std::shared_ptr<PieceReader>& records) {
+                                        const std::shared_ptr<PieceReader>& records,
+                                        HeldDamage* hold_damage) {
   const LayerEntry* entry = manifest->FindLayer(layer);
   if (entry == nullptr) return NoLayer(ns, prefix, layer);
   if (dst.size() < entry->bytes) {
@@ -449,6 +456,7 @@ Result<uint64_t> DbStore::CopyLayerInto(NamespaceId ns, const Prefix& prefix,
   // one before (`records` does not pin: small pieces are read in turn).
   mode.read_ahead = 2;
   mode.ahead_large_only = true;
+  mode.hold_damage = hold_damage;
   LayerCursor reader(*this, ns, prefix, manifest, layer, mode, records);
   AUXSTORE_RETURN_IF_ERROR(reader.Start());
   std::copy(entry->header.begin(), entry->header.end(), dst.begin());
@@ -457,6 +465,18 @@ Result<uint64_t> DbStore::CopyLayerInto(NamespaceId ns, const Prefix& prefix,
     AUXSTORE_RETURN_IF_ERROR(reader.ReadInto(dst.subspan(at)).status());
   }
   return entry->bytes;
+}
+
+void DbStore::QuarantineHeld(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
+                             HeldDamage& held) {
+  std::lock_guard lock(held.mu);
+  for (const HeldDamage::Found& f : held.found) {
+    if (f.piece) {
+      (void)QuarantineRecord(ns, f.piece->owner, f.layer, f.piece->array, f.piece->chunk, f.why);
+    }
+    (void)QuarantineIf(ns, prefix, SameManifest(SnapshotKey(ns, prefix), manifest), f.why);
+  }
+  held.found.clear();
 }
 
 void DbStore::PrefetchFirstPiece(PieceReader& records, NamespaceId ns, const Manifest& m,

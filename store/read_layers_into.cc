@@ -7,8 +7,14 @@
 // ReadLayerInto for stores that do not override it. ReadSnapshotsInto: the
 // layers of many snapshots, their manifests looked up in one MultiGet.
 #include <algorithm>
+#include <atomic>
+#include <boost/asio/post.hpp>
+#include <condition_variable>
+#include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "format/layer_layout.h"
@@ -27,8 +33,22 @@ void FailRest(std::span<Store::LayerInto> layers, size_t from, const Status& why
   }
 }
 
-// Whether an error ends the reads of the snapshot's other layers.
-bool EndsSnapshot(const Status& st) { return st.IsNotFound() || st.IsCorruption(); }
+// Whether layer `l`'s outcome ends the reads of the snapshot's other
+// layers: NotFound from a layer the manifest lacks is that layer's own;
+// from a layer it has, the snapshot was erased or replaced while read.
+// Corruption: the snapshot was found damaged.
+bool EndsSnapshot(const Manifest& m, const Store::LayerInto& l) {
+  if (l.status.IsCorruption()) return true;
+  return l.status.IsNotFound() && m.FindLayer(l.layer) != nullptr;
+}
+
+// The first layer's error, in their order; OK when every layer was read.
+Status FirstError(std::span<const Store::LayerInto> layers) {
+  for (const Store::LayerInto& l : layers) {
+    if (!l.status.ok()) return l.status;
+  }
+  return Status::Ok();
+}
 
 // Whether the read is a hit: a layer it asks for is in the manifest.
 bool AsksForAny(const Manifest& m, std::span<const Store::LayerInto> layers) {
@@ -79,33 +99,105 @@ Status DbStore::ReadLayersOf(NamespaceId ns, const Prefix& prefix,
                              std::shared_ptr<const Manifest> manifest, std::span<LayerInto> layers,
                              std::shared_ptr<PieceReader> records) {
   for (int attempt = 1;; ++attempt) {
-    if (!records) records = NewPieceReader(ns, ReadMode{});
-    Status first;
+    const std::optional<size_t> ended =
+        WorthLanes(*manifest, layers) ? CopyLayersInLanes(ns, prefix, manifest, layers)
+                                      : CopyLayersInTurn(ns, prefix, manifest, layers, records);
     std::shared_ptr<const Manifest> again;
-    for (size_t i = 0; i < layers.size(); ++i) {
-      LayerInto& l = layers[i];
-      // The next layer's first block comes in while this one is copied.
-      if (i + 1 < layers.size()) PrefetchFirstPiece(*records, ns, *manifest, layers[i + 1].layer);
-      auto got = CopyLayerInto(ns, prefix, manifest, l.layer, l.dst, records);
-      l.status = got.status();
-      l.bytes = got.ok() ? *got : 0;
-      if (got.ok()) continue;
-      if (first.ok()) first = l.status;
-      // NotFound from a layer the manifest lacks is that layer's own; from a
-      // layer it has, the snapshot was erased or replaced while read.
-      const bool own = l.status.IsNotFound() && manifest->FindLayer(l.layer) == nullptr;
-      if (!own && EndsSnapshot(l.status)) {
-        // Replaced: every layer is read again, so that all of them come
-        // from one version of the snapshot.
-        again = ReadAgainUnder(ns, prefix, *manifest, l.layer, l.status, attempt);
-        if (!again) FailRest(layers, i + 1, l.status);
-        break;
-      }
+    if (ended) {
+      const LayerInto& l = layers[*ended];
+      // Replaced: every layer is read again, so that all of them come from
+      // one version of the snapshot. Otherwise the layers after it fail,
+      // read or not.
+      again = ReadAgainUnder(ns, prefix, *manifest, l.layer, l.status, attempt);
+      if (!again) FailRest(layers, *ended + 1, l.status);
     }
-    if (!again) return first;
+    if (!again) return FirstError(layers);
     manifest = std::move(again);
     records = nullptr;  // the shared reader's iterators may be in the old put's range
   }
+}
+
+std::optional<size_t> DbStore::CopyLayersInTurn(NamespaceId ns, const Prefix& prefix,
+                                                const std::shared_ptr<const Manifest>& manifest,
+                                                std::span<LayerInto> layers,
+                                                std::shared_ptr<PieceReader> records) {
+  if (!records) records = NewPieceReader(ns, ReadMode{});
+  for (size_t i = 0; i < layers.size(); ++i) {
+    LayerInto& l = layers[i];
+    // The next layer's first block comes in while this one is copied.
+    if (i + 1 < layers.size()) PrefetchFirstPiece(*records, ns, *manifest, layers[i + 1].layer);
+    auto got = CopyLayerInto(ns, prefix, manifest, l.layer, l.dst, records);
+    l.status = got.status();
+    l.bytes = got.ok() ? *got : 0;
+    if (EndsSnapshot(*manifest, l)) return i;
+  }
+  return std::nullopt;
+}
+
+bool DbStore::WorthLanes(const Manifest& m, std::span<const LayerInto> layers) const {
+  if (read_lanes_ < 2 || layers.size() < 2) return false;
+  uint64_t bytes = 0;
+  for (const LayerInto& l : layers) {
+    if (const LayerEntry* e = m.FindLayer(l.layer)) bytes += e->bytes;
+  }
+  return bytes >= kLanesFromBytes;
+}
+
+// Lanes take the layers in order from one counter; a lane stops taking
+// them after the first layer whose error ends the snapshot (every layer
+// before it was taken by then, and is read). The caller is one lane; the
+// others run on lane_pool_ and, if one starts only after the layers are
+// all taken, it touches nothing but the shared state. The outcomes are
+// those of the layers read in turn: damage is quarantined after the lanes
+// stopped, and the layers after the first that ended the snapshot fail.
+std::optional<size_t> DbStore::CopyLayersInLanes(NamespaceId ns, const Prefix& prefix,
+                                                 const std::shared_ptr<const Manifest>& manifest,
+                                                 std::span<LayerInto> layers) {
+  struct Lanes {
+    std::atomic<size_t> next{0};
+    std::atomic<size_t> ended{SIZE_MAX};
+    std::mutex mu;
+    std::condition_variable idle;
+    size_t running = 0;  // under mu
+    HeldDamage damage;
+  };
+  auto lanes = std::make_shared<Lanes>();
+  auto lane = [this, lanes, ns, prefix, manifest, layers] {
+    {
+      std::lock_guard lock(lanes->mu);
+      ++lanes->running;
+    }
+    std::shared_ptr<PieceReader> records;
+    for (;;) {
+      const size_t i = lanes->next.fetch_add(1);
+      if (i >= layers.size() || i > lanes->ended.load()) break;
+      if (!records) records = NewPieceReader(ns, ReadMode{});
+      LayerInto& l = layers[i];
+      auto got = CopyLayerInto(ns, prefix, manifest, l.layer, l.dst, records, &lanes->damage);
+      l.status = got.status();
+      l.bytes = got.ok() ? *got : 0;
+      if (!EndsSnapshot(*manifest, l)) continue;
+      size_t was = lanes->ended.load();
+      while (i < was && !lanes->ended.compare_exchange_weak(was, i)) {
+      }
+    }
+    records.reset();  // its iterators go before the caller may return
+    std::lock_guard lock(lanes->mu);
+    if (--lanes->running == 0) lanes->idle.notify_all();
+  };
+  const size_t helpers = std::min(read_lanes_, layers.size()) - 1;
+  for (size_t h = 0; h < helpers; ++h) boost::asio::post(lane_pool_, lane);
+  lane();
+  {
+    std::unique_lock lock(lanes->mu);
+    lanes->idle.wait(lock, [&] { return lanes->running == 0; });
+  }
+  // Damage is quarantined once no lane reads any more: a layer before the
+  // damaged one, still being read, must not meet its snapshot removed.
+  QuarantineHeld(ns, prefix, *manifest, lanes->damage);
+  const size_t ended = lanes->ended.load();
+  if (ended == SIZE_MAX) return std::nullopt;
+  return ended;
 }
 
 void DbStore::ReadSnapshotsInto(std::span<SnapshotInto> snapshots) {

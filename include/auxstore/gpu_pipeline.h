@@ -47,17 +47,12 @@
 
 namespace auxstore {
 
-// Restore lanes and I/O threads by default: one per two cores, 2 to 8
-// (std::thread::hardware_concurrency). On a 16-core GPU host, warm restores
-// ran 1.5-2.8x as fast with 8 lanes as with 2 (3.6-4.5 GB/s against 5.3-11.3
-// over two machines; bench/RESULTS.md, "GPU"); a 2-core host keeps 2.
-size_t DefaultRestoreLanes(unsigned cores = std::thread::hardware_concurrency());
-
 struct PipelineOptions {
   // Restore staging: count x bytes of pinned memory, the restore path's
   // memory bound. `staging_bytes` must hold one store chunk.
   size_t staging_buffers = 4;
   size_t staging_bytes = 4u << 20;
+  // Restore lanes and I/O threads by default: DefaultRestoreLanes (store.h).
   size_t io_threads = DefaultRestoreLanes();
   // Layers a restore streams at once (>= 1), each by one lane reading its
   // chunks in order; chunk reads in flight per restore are at most this many.

@@ -21,6 +21,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "auxstore/blob_codecs.h"
@@ -36,6 +37,15 @@
 namespace auxstore {
 
 enum class Durability : uint8_t { kSync = 0, kAsync = 1 };
+
+// Threads a read of many bytes takes by default: one per two cores, 2 to 8
+// (std::thread::hardware_concurrency). The store's reads into caller memory
+// (Options::read_lanes) and the GPU pipeline's restore lanes and I/O
+// threads (gpu_pipeline.h) take this many. On a 16-core GPU host, warm
+// restores ran 1.5-2.8x as fast with 8 lanes as with 2 (3.6-4.5 GB/s
+// against 5.3-11.3 over two machines; bench/RESULTS.md, "GPU"); a 2-core
+// host keeps 2.
+size_t DefaultRestoreLanes(unsigned cores = std::thread::hardware_concurrency());
 
 // When a put on a store with a shared tier (Options::shared) returns
 // (docs/shared-tier.md): kThrough — after the local commit AND RADOS
@@ -73,6 +83,13 @@ struct Options {
   // put never waits for one of them to come free (it writes both halves
   // itself when none is), so any number > 0 is safe; 0 is InvalidArgument.
   uint32_t work_threads = 2;
+  // Lanes of one ReadLayersInto (and of each snapshot of a
+  // ReadSnapshotsInto): layers holding 2 MiB or more in all are copied by
+  // this many threads at once, the caller's one of them, each with the
+  // store's read-ahead of its multi-MiB chunks (the store's read pool has
+  // as many threads, at least 2). 0: DefaultRestoreLanes(), one per two
+  // cores from 2 to 8; 1: one layer after another. At most 64.
+  uint32_t read_lanes = 0;
   // Where the store's warnings and RocksDB's info log go (log.h): records at
   // `log_level` and above. Empty: stderr, each distinct message once. The
   // store writes no log file.
@@ -310,8 +327,10 @@ class Store {
   // reads it (same checks, same quarantine), with the manifest read once
   // for all of them and, in DbStore, one iterator per owner put across
   // their records: the call for many small layers (a connector's pages).
-  // In DbStore the next layer's first chunk, when it is a mebibyte or more,
-  // is read while a layer is copied. Each layer's outcome is in its
+  // In DbStore layers holding 2 MiB or more in all are copied by
+  // Options::read_lanes threads at once, and otherwise the next layer's
+  // first chunk, when it is a mebibyte or more, is read while a layer is
+  // copied. Each layer's outcome is in its
   // `status`; returns the first error, OK when every layer was read. A
   // layer's own error (not in the snapshot, `dst` too small) fails that
   // layer only. Once the snapshot is gone (NotFound: missing, or erased

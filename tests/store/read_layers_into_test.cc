@@ -220,6 +220,7 @@ TEST_F(ReadLayersIntoTest, MultiMiBPiecesReadAheadArriveExactAndTheirDamageIsNam
 // as in any other piece, and the layer before stays read.
 TEST_F(ReadLayersIntoTest, AFirstPieceReadWhileTheLayerBeforeIsCopiedIsCheckedAsAnyOther) {
   options_.chunk_bytes = 1u << 20;
+  options_.read_lanes = 1;  // layers in turn (with lanes nothing is prefetched)
   Reopen();
   const Prefix p = PrefixFromSeed(1);
   const size_t big = (2u << 20) + 100;
@@ -244,6 +245,98 @@ TEST_F(ReadLayersIntoTest, AFirstPieceReadWhileTheLayerBeforeIsCopiedIsCheckedAs
   EXPECT_TRUE(layers[2].status.IsCorruption());
   EXPECT_EQ(store_->Stats().quarantines, 1u);
   EXPECT_TRUE(store_->GetManifest(ns_, p).status().IsNotFound());
+}
+
+// Layers holding 2 MiB or more in all are copied by Options::read_lanes
+// lanes at once: every layer arrives exact whatever the order asked, and a
+// layer's own error (not in the snapshot, a destination too small) fails
+// that layer only, as when the layers are read in turn.
+TEST_F(ReadLayersIntoTest, LanesCopyMultiMiBLayersExactlyWithEachLayersOwnOutcome) {
+  options_.chunk_bytes = 1u << 20;
+  const std::vector<size_t> sizes = {(3u << 20) + 5000, 7000, 2u << 20,
+                                     (1u << 20) + 1,    4096, 3u << 20};
+  const std::vector<uint32_t> order = {5, 0, 9, 3, 1, 4, 2};  // 9: not in the snapshot
+  std::vector<std::vector<Status>> outcomes;
+  for (uint32_t lanes : {4u, 1u}) {
+    options_.read_lanes = lanes;
+    Reopen();
+    const Prefix p = PrefixFromSeed(lanes);
+    const auto blobs = PutLayers(p, sizes, lanes);
+    std::vector<std::vector<uint8_t>> room;
+    auto layers = Into(order, room, 4u << 20);
+    layers[3].dst = layers[3].dst.first(1000);  // layer 3 needs 1 MiB + 1
+    const Status st = store_->ReadLayersInto(ns_, p, layers);
+    EXPECT_TRUE(st.IsNotFound()) << "the first layer's error, in the order asked: "
+                                 << st.ToString();
+    std::vector<Status> got;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      got.push_back(layers[i].status);
+      if (order[i] == 9) {
+        EXPECT_TRUE(layers[i].status.IsNotFound()) << layers[i].status.ToString();
+      } else if (order[i] == 3) {
+        EXPECT_EQ(layers[i].status.code(), StatusCode::kOutOfRange) << layers[i].status.ToString();
+      } else {
+        ASSERT_TRUE(layers[i].status.ok())
+            << lanes << " lanes, layer " << order[i] << ": " << layers[i].status.ToString();
+        EXPECT_EQ(Got(layers[i]), blobs[order[i]]) << lanes << " lanes, layer " << order[i];
+      }
+    }
+    outcomes.push_back(got);
+    EXPECT_EQ(store_->Stats().quarantines, 0u);
+  }
+  for (size_t i = 0; i < order.size(); ++i) {
+    EXPECT_EQ(outcomes[0][i].code(), outcomes[1][i].code()) << "layer " << order[i];
+  }
+}
+
+// Damage found by one lane while others still read the layers before it:
+// the snapshot is quarantined only once every lane stopped, so those layers
+// arrive whole (as they would in turn, not NotFound), the damaged layer
+// names its record, the layers after it fail, and only that snapshot goes.
+// Small damaged layers behind big ones make the lanes overlap.
+TEST_F(ReadLayersIntoTest, LanesReadTheLayersBeforeADamagedOneWholeAndQuarantineAfterward) {
+  options_.chunk_bytes = 1u << 20;
+  options_.read_lanes = 4;
+  Reopen();
+  const size_t big = 16u << 20;  // still being read when the damage is found
+  const std::vector<size_t> sizes = {big, big, big, 7000, 1u << 20, 1u << 20};
+  const Prefix other = PrefixFromSeed(100);
+  const auto kept = PutLayers(other, {big}, 100);
+  constexpr int kSnapshots = 3;
+  std::vector<std::vector<std::vector<uint8_t>>> blobs;
+  std::vector<std::string> damaged;
+  for (int i = 0; i < kSnapshots; ++i) {
+    blobs.push_back(PutLayers(PrefixFromSeed(i), sizes, i));
+    damaged.push_back(store_internal::RecordKey(
+        ns_, store_->GetManifest(ns_, PrefixFromSeed(i))->put_id, 3, 0, 0));
+  }
+  Close();
+  for (const std::string& key : damaged) {
+    testing::RewriteRecord(path(), key, [](std::string* v) { (*v)[v->size() / 2] ^= 0x02; });
+  }
+  Open();
+  for (int i = 0; i < kSnapshots; ++i) {
+    std::vector<std::vector<uint8_t>> room;
+    auto layers = Into({0, 1, 2, 3, 4, 5}, room, big);
+    const Status st = store_->ReadLayersInto(ns_, PrefixFromSeed(i), layers);
+    ASSERT_TRUE(st.IsCorruption()) << "snapshot " << i << ": " << st.ToString();
+    for (size_t l = 0; l < 3; ++l) {
+      ASSERT_TRUE(layers[l].status.ok())
+          << "snapshot " << i << " layer " << l << ": " << layers[l].status.ToString();
+      EXPECT_EQ(Got(layers[l]), blobs[i][l]) << "snapshot " << i << " layer " << l;
+    }
+    EXPECT_NE(layers[3].status.message().find("layer 3 array 0 chunk 0 of put"), std::string::npos)
+        << layers[3].status.message();
+    for (size_t l = 4; l < 6; ++l) {
+      EXPECT_TRUE(layers[l].status.IsCorruption()) << layers[l].status.ToString();
+      EXPECT_EQ(layers[l].bytes, 0u);
+    }
+    EXPECT_TRUE(store_->GetManifest(ns_, PrefixFromSeed(i)).status().IsNotFound());
+  }
+  EXPECT_EQ(store_->Stats().quarantines, static_cast<uint64_t>(kSnapshots));
+  std::vector<uint8_t> dst(big);
+  ASSERT_EQ(store_->ReadLayerInto(ns_, other, 0, dst).value(), big);
+  EXPECT_EQ(dst, kept[0]) << "only the damaged snapshots go";
 }
 
 // Reads that read ahead and prefetch multi-MiB pieces, beside a writer that

@@ -192,6 +192,19 @@ TEST_F(StoreTest, ZeroWorkThreadsIsRefused) {
   EXPECT_NE(s.status().ToString().find("work_threads"), std::string::npos);
 }
 
+TEST_F(StoreTest, MoreReadLanesThanSixtyFourAreRefusedAndNothingIsCreated) {
+  store_.reset();
+  options_.read_lanes = 65;
+  const std::string fresh = dir_.path() + "/never";
+  auto s = Store::Open(options_, fresh);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(s.status().IsInvalidArgument()) << s.status().ToString();
+  EXPECT_NE(s.status().ToString().find("read_lanes"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(fresh));
+  options_.read_lanes = 64;
+  EXPECT_TRUE(Store::Open(options_, fresh).ok());
+}
+
 TEST_F(StoreTest, SnapshotWrittenByAnotherProcessRestoresBitExact) {
   store_.reset();
   auto blob = RandomBytes(3u << 20, 77);
