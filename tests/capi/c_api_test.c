@@ -119,6 +119,9 @@ static void test_options(void) {
   CHECK_OK(auxstore_options_set_durability(o, AUXSTORE_ASYNC, &err));
   CHECK_OK(auxstore_options_set_read_only(o, 0, &err));
   CHECK_OK(auxstore_options_set_create_if_missing(o, 1, &err));
+  CHECK_OK(auxstore_options_set_read_lanes(o, 3, &err));
+  CHECK_ERR(auxstore_options_set_read_lanes(o, 65, &err), AUXSTORE_INVALID_ARGUMENT,
+            "auxstore_options_set_read_lanes: read lanes is 65, at most 64");
   CHECK_ERR(auxstore_options_set_chunk_bytes(o, 0, &err), AUXSTORE_INVALID_ARGUMENT,
             "auxstore_options_set_chunk_bytes: chunk bytes is 0");
   CHECK_ERR(auxstore_options_set_durability(o, 7, &err), AUXSTORE_INVALID_ARGUMENT,

@@ -54,7 +54,8 @@ int ToDurability(py::handle d) {
 
 Store::Store(py::object path, uint64_t capacity_bytes, uint64_t ttl_seconds, py::object chunk_bytes,
              py::object durability, bool read_only, bool create_if_missing, py::object log,
-             int log_level, const std::string& shared, const std::string& shared_write)
+             int log_level, const std::string& shared, const std::string& shared_write,
+             uint32_t read_lanes)
     : Handle("store") {
   ForbidInLogCallback();
   py::object fs = py::module_::import("os").attr("fsdecode")(path);
@@ -69,6 +70,7 @@ Store::Store(py::object path, uint64_t capacity_bytes, uint64_t ttl_seconds, py:
     chunk_bytes_ = ToU32(chunk_bytes, "chunk_bytes");
     Check([&](char** e) { return auxstore_options_set_chunk_bytes(o.get(), chunk_bytes_, e); });
   }
+  Check([&](char** e) { return auxstore_options_set_read_lanes(o.get(), read_lanes, e); });
   const int d = ToDurability(durability);
   Check([&](char** e) { return auxstore_options_set_durability(o.get(), d, e); });
   Check([&](char** e) { return auxstore_options_set_read_only(o.get(), read_only ? 1 : 0, e); });

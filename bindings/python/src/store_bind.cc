@@ -80,26 +80,28 @@ void RegisterStore(py::module_& m) {
       .def(py::init([](py::object path, IntArg capacity_bytes, IntArg ttl_seconds,
                        py::object chunk_bytes, py::object durability, bool read_only,
                        bool create_if_missing, py::object log, IntArg log_level,
-                       const std::string& shared, const std::string& shared_write) {
+                       const std::string& shared, const std::string& shared_write,
+                       IntArg read_lanes) {
              return std::make_shared<Store>(
                  std::move(path), ToU64(capacity_bytes, "capacity_bytes"),
                  ToU64(ttl_seconds, "ttl_seconds"), std::move(chunk_bytes), std::move(durability),
                  read_only, create_if_missing, std::move(log), ToInt(log_level.obj, "log_level"),
-                 shared, shared_write);
+                 shared, shared_write, ToU32(read_lanes.obj, "read_lanes"));
            }),
            py::arg("path"), py::kw_only(), py::arg("capacity_bytes") = 0,
            py::arg("ttl_seconds") = 0, py::arg("chunk_bytes") = py::none(),
            py::arg("durability") = "sync", py::arg("read_only") = false,
            py::arg("create_if_missing") = true, py::arg("log") = py::none(),
            py::arg("log_level") = static_cast<int>(AUXSTORE_LOG_WARN), py::arg("shared") = "",
-           py::arg("shared_write") = "through",
+           py::arg("shared_write") = "through", py::arg("read_lanes") = 0,
            "Opens (creating when allowed) the store at `path`. `log`: a callable "
            "(level, source, message) or a logging.Logger receiving auxstore's and RocksDB's "
            "log records at `log_level` and above, from any thread. `shared`: a "
            "rados://POOL?conf=PATH&namespace=NS URI, the shared tier every process naming it "
            "restores from (docs/shared-tier.md; '' = none); `shared_write`: 'through' (a put "
            "returns once the pool has it) or 'behind' (once committed locally, uploaded "
-           "behind).")
+           "behind). `read_lanes`: threads copying one read's layers at once (reads of 2 MiB "
+           "or more; 0 = one per two cores, 2 to 8; 1 = in turn; at most 64).")
       .def("close", &Store::Close, "Closes the store (its pipelines first). Idempotent.")
       .def_property_readonly("closed", &Store::closed,
                              "True once closed (close(), a `with` block, or its parent closed).")

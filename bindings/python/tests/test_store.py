@@ -145,6 +145,22 @@ def test_read_layers_into_caller_buffers(store, ns):
         store.read_layers_into(ns, prefix(9), {5: bytearray(10)})
 
 
+def test_read_lanes_copy_multi_mib_layers_and_are_bounded(store_path):
+    # Three layers of over a MiB each: 3 lanes copy them at once.
+    with auxstore.Store(store_path, read_lanes=3) as s:
+        ns = s.register_namespace("test-model", GEOMETRY, weight_revision="r1")
+        blobs = {i: random_bytes((1 << 20) + 1000 * i, 40 + i) for i in range(3)}
+        s.put(ns, prefix(1), 1, [(i, "opaque", b) for i, b in blobs.items()])
+        dests = {i: bytearray(b.nbytes) for i, b in blobs.items()}
+        assert s.read_layers_into(ns, prefix(1), dests) == {i: b.nbytes for i, b in blobs.items()}
+        for i, b in blobs.items():
+            assert bytes(dests[i]) == b.tobytes()
+    with pytest.raises(auxstore.InvalidArgumentError, match="read lanes is 65, at most 64"):
+        auxstore.Store(store_path + "-65", read_lanes=65)
+    with pytest.raises(ValueError, match="read_lanes"):
+        auxstore.Store(store_path + "-neg", read_lanes=-1)
+
+
 def test_lookups(store, ns):
     tokens = np.arange(1000, 1000 + 640, dtype=np.uint32)
     hashes = auxstore.prefix_hash(tokens, 16, 7)

@@ -23,8 +23,12 @@ fn options_and_log_callback() {
         .unwrap()
         .create_if_missing(true)
         .unwrap()
+        .read_lanes(3)
+        .unwrap()
         .log_callback(LogLevel::Debug, move |lvl, src, msg| sink.lock().unwrap().push((lvl, src.into(), msg.into())))
         .unwrap();
+    let err = Options::new().read_lanes(65).err().expect("65 read lanes are refused");
+    assert!(err.to_string().contains("read lanes is 65, at most 64"), "{err}");
     let store = Store::open(dir.join("s"), &o).unwrap();
     drop(o); // the store keeps the hook alive
     let ns = store.register_namespace("m", &geometry()).unwrap();
