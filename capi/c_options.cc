@@ -75,8 +75,9 @@ int auxstore_options_set_chunk_bytes(auxstore_options_t* o, uint32_t bytes, char
 
 int auxstore_options_set_read_lanes(auxstore_options_t* o, uint32_t lanes, char** errmsg) {
   return Setter(__func__, o, errmsg, [&](auxstore::Options& opt) {
-    if (lanes > 64) {
-      return Status::InvalidArgument("read lanes is " + std::to_string(lanes) + ", at most 64");
+    if (lanes > auxstore::Options::kMaxReadLanes) {
+      return Status::InvalidArgument("read lanes is " + std::to_string(lanes) + ", at most " +
+                                     std::to_string(auxstore::Options::kMaxReadLanes));
     }
     opt.read_lanes = lanes;
     return Status::Ok();

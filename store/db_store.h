@@ -268,15 +268,12 @@ class DbStore final : public Store {
                                   std::span<uint8_t> dst);
   Status RowRecordDamaged(NamespaceId ns, const Prefix& prefix, const Manifest& m, uint32_t layer,
                           const LayerPiece& piece, Status why);
-  // Damage found by a read of ReadMode::hold_damage, not yet quarantined.
+  // Damage found by a read of ReadMode::hold_damage, not yet quarantined:
+  // one layer's (its reader stops at the first damage).
   struct HeldDamage {
-    struct Found {
-      uint32_t layer = 0;
-      std::optional<LayerPiece> piece;  // the damaged record's, when one is
-      Status why;
-    };
-    std::mutex mu;
-    std::vector<Found> found;  // under mu
+    uint32_t layer = 0;
+    std::optional<LayerPiece> piece;  // the damaged record's, when one is
+    Status why;                       // OK: none found
   };
   struct ReadMode {
     // Pieces read ahead on read_pool_ while the caller verifies the ones
@@ -305,10 +302,10 @@ class DbStore final : public Store {
     // read as they would in turn); the holder quarantines it then.
     HeldDamage* hold_damage = nullptr;
   };
-  // Quarantines what `held` holds: the records named and the snapshot, if
+  // Quarantines what `held` holds: the record named and the snapshot, if
   // it is still the one `manifest` describes.
   void QuarantineHeld(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
-                      HeldDamage& held);
+                      const HeldDamage& held);
   // NotFound when `manifest` has no layer `layer`; a header-only layer's
   // digest is checked here.
   Result<std::unique_ptr<LayerReader>> OpenCursor(NamespaceId ns, const Prefix& prefix,
@@ -336,7 +333,8 @@ class DbStore final : public Store {
                                  const std::shared_ptr<const Manifest>& manifest, uint32_t layer,
                                  std::span<uint8_t> dst,
                                  const std::shared_ptr<PieceReader>& records,
-                                 HeldDamage* hold_damage = nullptr);
+                                 HeldDamage* hold_damage = nullptr,
+                                 const std::function<bool()>& abandon = nullptr);
   // ReadLayersInto after its manifest read (and its touch), its records
   // through `records` (null: a reader of its own). A snapshot replaced
   // while read is read again under its new manifest (ReadAgainUnder).
@@ -355,10 +353,10 @@ class DbStore final : public Store {
   std::optional<size_t> CopyLayersInLanes(NamespaceId ns, const Prefix& prefix,
                                           const std::shared_ptr<const Manifest>& manifest,
                                           std::span<LayerInto> layers);
-  // Whether `layers` of `m` hold enough bytes for lanes.
+  // Whether `layers` of `m` give lanes work: besides the largest, they
+  // hold kLanesFromBytes or more.
   bool WorthLanes(const Manifest& m, std::span<const LayerInto> layers) const;
-  static constexpr uint64_t kLanesFromBytes = 2u << 20;
-  static constexpr uint32_t kMaxReadLanes = 64;
+  static constexpr uint64_t kLanesFromBytes = 1u << 20;
   // A read of `layer` under `read` that ended with `outcome`: the manifest
   // to read it again under when the snapshot was replaced meanwhile (a put
   // of its prefix, or Compact moving its pages) and this was read
@@ -494,10 +492,10 @@ class DbStore final : public Store {
   // a big put (RunBeside, store/run_beside.h). Shareable by any work that
   // never waits on a pool thread coming free.
   boost::asio::thread_pool work_pool_;
-  // ReadLayersInto's lanes beside the caller's (read_lanes_ - 1 threads).
-  // A lane waits only on read_pool_, never on this pool: no lane can wait
-  // for a thread of its own pool.
-  boost::asio::thread_pool lane_pool_;
+  // ReadLayersInto's lanes beside the caller's (read_lanes_ - 1 threads;
+  // none with one lane). A lane waits only on read_pool_, never on this
+  // pool: no lane can wait for a thread of its own pool.
+  std::optional<boost::asio::thread_pool> lane_pool_;
 
   // One TTL/LRU pass at a time: a caller's RunMaintenance waits for a
   // background pass in flight, so it returns with every eviction counted.

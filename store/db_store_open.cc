@@ -112,8 +112,9 @@ DbStore::DbStore(const Options& options, std::string path, std::shared_ptr<rocks
                             options.log_level)),
       read_lanes_(ReadLanes(options)),
       read_pool_(std::max<size_t>(2, read_lanes_)),
-      work_pool_(options.work_threads),
-      lane_pool_(std::max<size_t>(1, read_lanes_ - 1)) {}
+      work_pool_(options.work_threads) {
+  if (read_lanes_ > 1) lane_pool_.emplace(read_lanes_ - 1);
+}
 
 Result<std::unique_ptr<Store>> DbStore::Open(const Options& options, const std::string& path,
                                              std::shared_ptr<rocksdb::FileSystem> fs) {
@@ -123,9 +124,9 @@ Result<std::unique_ptr<Store>> DbStore::Open(const Options& options, const std::
     return Status::InvalidArgument("Options.chunk_bytes is over 1 GiB");
   }
   if (options.work_threads == 0) return Status::InvalidArgument("Options.work_threads is 0");
-  if (options.read_lanes > kMaxReadLanes) {
+  if (options.read_lanes > Options::kMaxReadLanes) {
     return Status::InvalidArgument("Options.read_lanes is " + std::to_string(options.read_lanes) +
-                                   "; at most " + std::to_string(kMaxReadLanes));
+                                   ", at most " + std::to_string(Options::kMaxReadLanes));
   }
   std::unique_ptr<DbStore> store(new DbStore(options, path, std::move(fs)));
   Status s = store->OpenDb();

@@ -370,9 +370,7 @@ class DbStore::LayerCursor final : public LayerReader {
     }
     if (mode_.verify_only) return why;
     if (mode_.hold_damage) {
-      std::lock_guard lock(mode_.hold_damage->mu);
-      mode_.hold_damage->found.push_back(
-          {entry_.layer, piece ? std::optional<LayerPiece>(*piece) : std::nullopt, why});
+      *mode_.hold_damage = {entry_.layer, piece ? std::optional(*piece) : std::nullopt, why};
       return why;
     }
     if (piece) {
@@ -442,7 +440,8 @@ Result<uint64_t> DbStore::CopyLayerInto(NamespaceId ns, const Prefix& prefix,
                                         const std::shared_ptr<const Manifest>& manifest,
                                         uint32_t layer, std::span<uint8_t> dst,
                                         const std::shared_ptr<PieceReader>& records,
-                                        HeldDamage* hold_damage) {
+                                        HeldDamage* hold_damage,
+                                        const std::function<bool()>& abandon) {
   const LayerEntry* entry = manifest->FindLayer(layer);
   if (entry == nullptr) return NoLayer(ns, prefix, layer);
   if (dst.size() < entry->bytes) {
@@ -461,6 +460,7 @@ Result<uint64_t> DbStore::CopyLayerInto(NamespaceId ns, const Prefix& prefix,
   AUXSTORE_RETURN_IF_ERROR(reader.Start());
   std::copy(entry->header.begin(), entry->header.end(), dst.begin());
   while (!reader.done()) {
+    if (abandon && abandon()) return Status::Internal("read abandoned: an earlier layer ended it");
     const uint64_t at = reader.pieces()[reader.next()].blob_offset;
     AUXSTORE_RETURN_IF_ERROR(reader.ReadInto(dst.subspan(at)).status());
   }
@@ -468,15 +468,13 @@ Result<uint64_t> DbStore::CopyLayerInto(NamespaceId ns, const Prefix& prefix,
 }
 
 void DbStore::QuarantineHeld(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
-                             HeldDamage& held) {
-  std::lock_guard lock(held.mu);
-  for (const HeldDamage::Found& f : held.found) {
-    if (f.piece) {
-      (void)QuarantineRecord(ns, f.piece->owner, f.layer, f.piece->array, f.piece->chunk, f.why);
-    }
-    (void)QuarantineIf(ns, prefix, SameManifest(SnapshotKey(ns, prefix), manifest), f.why);
+                             const HeldDamage& held) {
+  if (held.why.ok()) return;
+  if (held.piece) {
+    const LayerPiece& p = *held.piece;
+    (void)QuarantineRecord(ns, p.owner, held.layer, p.array, p.chunk, held.why);
   }
-  held.found.clear();
+  (void)QuarantineIf(ns, prefix, SameManifest(SnapshotKey(ns, prefix), manifest), held.why);
 }
 
 void DbStore::PrefetchFirstPiece(PieceReader& records, NamespaceId ns, const Manifest& m,

@@ -135,34 +135,60 @@ std::optional<size_t> DbStore::CopyLayersInTurn(NamespaceId ns, const Prefix& pr
 }
 
 bool DbStore::WorthLanes(const Manifest& m, std::span<const LayerInto> layers) const {
-  if (read_lanes_ < 2 || layers.size() < 2) return false;
-  uint64_t bytes = 0;
+  if (!lane_pool_ || layers.size() < 2) return false;
+  uint64_t bytes = 0, largest = 0;
   for (const LayerInto& l : layers) {
-    if (const LayerEntry* e = m.FindLayer(l.layer)) bytes += e->bytes;
+    if (const LayerEntry* e = m.FindLayer(l.layer)) {
+      bytes += e->bytes;
+      largest = std::max(largest, e->bytes);
+    }
   }
-  return bytes >= kLanesFromBytes;
+  return bytes - largest >= kLanesFromBytes;
 }
 
 // Lanes take the layers in order from one counter; a lane stops taking
-// them after the first layer whose error ends the snapshot (every layer
-// before it was taken by then, and is read). The caller is one lane; the
-// others run on lane_pool_ and, if one starts only after the layers are
-// all taken, it touches nothing but the shared state. The outcomes are
-// those of the layers read in turn: damage is quarantined after the lanes
-// stopped, and the layers after the first that ended the snapshot fail.
+// them after the first layer whose error ends the snapshot (`ended`: every
+// layer before it was taken by then, and is read whole), and a layer after
+// it being copied is abandoned between two pieces. The caller is one lane;
+// the others run on lane_pool_, and one that starts only after the caller
+// stopped takes nothing (the layers are all taken, or past `ended`) and
+// touches nothing but the shared state. The outcomes are those of the
+// layers read in turn: the damage of layer `ended` alone is quarantined,
+// once no lane reads any more (a layer before it, still being read, must
+// not meet its snapshot removed), and ReadLayersOf fails the layers after it.
 std::optional<size_t> DbStore::CopyLayersInLanes(NamespaceId ns, const Prefix& prefix,
                                                  const std::shared_ptr<const Manifest>& manifest,
                                                  std::span<LayerInto> layers) {
+  static constexpr size_t kNone = SIZE_MAX;
   struct Lanes {
+    explicit Lanes(size_t n) : damage(n) {}
     std::atomic<size_t> next{0};
-    std::atomic<size_t> ended{SIZE_MAX};
+    std::atomic<size_t> ended{kNone};
     std::mutex mu;
     std::condition_variable idle;
-    size_t running = 0;  // under mu
-    HeldDamage damage;
+    size_t running = 0;              // under mu
+    std::vector<HeldDamage> damage;  // per layer, each written by its lane
   };
-  auto lanes = std::make_shared<Lanes>();
-  auto lane = [this, lanes, ns, prefix, manifest, layers] {
+  auto lanes = std::make_shared<Lanes>(layers.size());
+  auto copy = [this, lanes, ns, prefix, manifest, layers](size_t i,
+                                                          std::shared_ptr<PieceReader>& records) {
+    LayerInto& l = layers[i];
+    try {
+      if (!records) records = NewPieceReader(ns, ReadMode{});
+      auto got = CopyLayerInto(ns, prefix, manifest, l.layer, l.dst, records, &lanes->damage[i],
+                               [&ended = lanes->ended, i] { return ended.load() < i; });
+      l.status = got.status();
+      l.bytes = got.ok() ? *got : 0;
+    } catch (const std::exception& e) {  // out of memory: this layer's error
+      l.status = Status::Internal("layer " + std::to_string(l.layer) + ": " + e.what());
+      l.bytes = 0;
+    }
+    if (!EndsSnapshot(*manifest, l)) return;
+    size_t was = lanes->ended.load();
+    while (i < was && !lanes->ended.compare_exchange_weak(was, i)) {
+    }
+  };
+  auto lane = [lanes, copy, n = layers.size()] {
     {
       std::lock_guard lock(lanes->mu);
       ++lanes->running;
@@ -170,33 +196,26 @@ std::optional<size_t> DbStore::CopyLayersInLanes(NamespaceId ns, const Prefix& p
     std::shared_ptr<PieceReader> records;
     for (;;) {
       const size_t i = lanes->next.fetch_add(1);
-      if (i >= layers.size() || i > lanes->ended.load()) break;
-      if (!records) records = NewPieceReader(ns, ReadMode{});
-      LayerInto& l = layers[i];
-      auto got = CopyLayerInto(ns, prefix, manifest, l.layer, l.dst, records, &lanes->damage);
-      l.status = got.status();
-      l.bytes = got.ok() ? *got : 0;
-      if (!EndsSnapshot(*manifest, l)) continue;
-      size_t was = lanes->ended.load();
-      while (i < was && !lanes->ended.compare_exchange_weak(was, i)) {
-      }
+      if (i >= n || i > lanes->ended.load()) break;
+      copy(i, records);
     }
     records.reset();  // its iterators go before the caller may return
     std::lock_guard lock(lanes->mu);
     if (--lanes->running == 0) lanes->idle.notify_all();
   };
   const size_t helpers = std::min(read_lanes_, layers.size()) - 1;
-  for (size_t h = 0; h < helpers; ++h) boost::asio::post(lane_pool_, lane);
+  try {
+    for (size_t h = 0; h < helpers; ++h) boost::asio::post(*lane_pool_, lane);
+  } catch (const std::exception&) {  // fewer helpers; the caller's lane reads the rest
+  }
   lane();
   {
     std::unique_lock lock(lanes->mu);
     lanes->idle.wait(lock, [&] { return lanes->running == 0; });
   }
-  // Damage is quarantined once no lane reads any more: a layer before the
-  // damaged one, still being read, must not meet its snapshot removed.
-  QuarantineHeld(ns, prefix, *manifest, lanes->damage);
   const size_t ended = lanes->ended.load();
-  if (ended == SIZE_MAX) return std::nullopt;
+  if (ended == kNone) return std::nullopt;
+  QuarantineHeld(ns, prefix, *manifest, lanes->damage[ended]);
   return ended;
 }
 

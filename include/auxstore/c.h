@@ -140,9 +140,11 @@ int auxstore_options_set_read_only(auxstore_options_t* options, int read_only,
                                    char** errmsg); /* 0 or 1 */
 int auxstore_options_set_create_if_missing(auxstore_options_t* options, int create,
                                            char** errmsg); /* 0 or 1 */
-/* Threads that copy one read's layers into caller memory at once (reads of
- * 2 MiB or more; C++ Options::read_lanes): 0 (the default) = one per two
- * cores, 2 to 8; 1 = one layer after another; at most 64. */
+/* Threads that copy one read's layers into caller memory at once, when the
+ * layers besides the largest hold a mebibyte or more (C++
+ * Options::read_lanes; their destinations must not overlap): 0 (the
+ * default) = one per two cores, 2 to 8; 1 = one layer after another; at
+ * most 64. */
 int auxstore_options_set_read_lanes(auxstore_options_t* options, uint32_t lanes, char** errmsg);
 
 /* The shared tier (docs/shared-tier.md): `uri` is a

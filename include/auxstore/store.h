@@ -84,12 +84,15 @@ struct Options {
   // itself when none is), so any number > 0 is safe; 0 is InvalidArgument.
   uint32_t work_threads = 2;
   // Lanes of one ReadLayersInto (and of each snapshot of a
-  // ReadSnapshotsInto): layers holding 2 MiB or more in all are copied by
-  // this many threads at once, the caller's one of them, each with the
-  // store's read-ahead of its multi-MiB chunks (the store's read pool has
-  // as many threads, at least 2). 0: DefaultRestoreLanes(), one per two
-  // cores from 2 to 8; 1: one layer after another. At most 64.
+  // ReadSnapshotsInto): when the layers asked for, besides the largest,
+  // hold a mebibyte or more, they are copied by this many threads at once,
+  // the caller's one of them, each with the store's read-ahead of its
+  // multi-MiB chunks. The store keeps read_lanes - 1 lane threads and a
+  // read pool of read_lanes (at least 2). 0: DefaultRestoreLanes(), one per
+  // two cores from 2 to 8; 1: one layer after another, no lane thread. At
+  // most kMaxReadLanes.
   uint32_t read_lanes = 0;
+  static constexpr uint32_t kMaxReadLanes = 64;
   // Where the store's warnings and RocksDB's info log go (log.h): records at
   // `log_level` and above. Empty: stderr, each distinct message once. The
   // store writes no log file.
@@ -327,17 +330,18 @@ class Store {
   // reads it (same checks, same quarantine), with the manifest read once
   // for all of them and, in DbStore, one iterator per owner put across
   // their records: the call for many small layers (a connector's pages).
-  // In DbStore layers holding 2 MiB or more in all are copied by
-  // Options::read_lanes threads at once, and otherwise the next layer's
-  // first chunk, when it is a mebibyte or more, is read while a layer is
-  // copied. Each layer's outcome is in its
-  // `status`; returns the first error, OK when every layer was read. A
-  // layer's own error (not in the snapshot, `dst` too small) fails that
-  // layer only. Once the snapshot is gone (NotFound: missing, or erased
-  // while read) or found damaged (Corruption, quarantined), the layers not
-  // yet read fail with that error. A snapshot replaced while read is read
-  // again whole under its new manifest (as ReadLayerInto), so every layer
-  // comes from one version.
+  // In DbStore layers holding a mebibyte or more besides the largest are
+  // copied by Options::read_lanes threads at once (the layers' `dst` must
+  // not overlap), and otherwise the next layer's first chunk, when it is a
+  // mebibyte or more, is read while a layer is copied. Each layer's outcome
+  // is in its `status`; returns the first error, OK when every layer was
+  // read. A layer's own error (not in the snapshot, `dst` too small) fails
+  // that layer only. Once the snapshot is gone (NotFound: missing, or
+  // erased while read) or found damaged (Corruption, quarantined) at a
+  // layer, the layers after it in `layers` fail with that error (lanes may
+  // have written their `dst` meanwhile: those bytes are not a result). A
+  // snapshot replaced while read is read again whole under its new manifest
+  // (as ReadLayerInto), so every layer comes from one version.
   virtual Status ReadLayersInto(NamespaceId ns, const Prefix& prefix, std::span<LayerInto> layers);
 
   // Layers of several snapshots (of any namespaces), each snapshot's

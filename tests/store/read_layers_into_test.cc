@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "auxstore/prefix.h"
+#include "store/db_store.h"
 #include "store/keys.h"
 #include "tests/store/record_damage.h"
 #include "tests/store/store_test_fixture.h"
@@ -337,6 +338,40 @@ TEST_F(ReadLayersIntoTest, LanesReadTheLayersBeforeADamagedOneWholeAndQuarantine
   std::vector<uint8_t> dst(big);
   ASSERT_EQ(store_->ReadLayerInto(ns_, other, 0, dst).value(), big);
   EXPECT_EQ(dst, kept[0]) << "only the damaged snapshots go";
+}
+
+// A snapshot erased and put again with other bytes between a lanes read's
+// manifest read and its first record: the lanes meet its records gone, and
+// the call reads every layer again under the new manifest.
+TEST_F(ReadLayersIntoTest, LanesReadASnapshotReplacedUnderThemAgainUnderItsNewManifest) {
+  options_.chunk_bytes = 1u << 20;
+  options_.read_lanes = 3;
+  Reopen();
+  const Prefix p = PrefixFromSeed(1);
+  const size_t big = (2u << 20) + 300;
+  const auto before = PutLayers(p, {big, big, big}, 1);
+  std::vector<std::vector<uint8_t>> after;
+  auto& db = dynamic_cast<store_internal::DbStore&>(*store_);
+  bool replaced = false;
+  db.SetAfterManifestReadForTest([&] {
+    if (replaced) return;
+    replaced = true;
+    EXPECT_TRUE(store_->Erase(ns_, p).ok());
+    after = PutLayers(p, {big, big, big}, 2);
+  });
+  const uint64_t repeated = store_->Stats().reads_repeated;
+  std::vector<std::vector<uint8_t>> room;
+  auto layers = Into({2, 0, 1}, room, big);
+  const Status st = store_->ReadLayersInto(ns_, p, layers);
+  db.SetAfterManifestReadForTest(nullptr);
+  ASSERT_TRUE(replaced);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(Got(layers[0]), after[2]);
+  EXPECT_EQ(Got(layers[1]), after[0]);
+  EXPECT_EQ(Got(layers[2]), after[1]);
+  EXPECT_NE(after[0], before[0]);
+  EXPECT_GE(store_->Stats().reads_repeated, repeated + 1) << "it did not read again";
+  EXPECT_EQ(store_->Stats().quarantines, 0u);
 }
 
 // Reads that read ahead and prefetch multi-MiB pieces, beside a writer that

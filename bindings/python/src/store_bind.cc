@@ -100,8 +100,9 @@ void RegisterStore(py::module_& m) {
            "rados://POOL?conf=PATH&namespace=NS URI, the shared tier every process naming it "
            "restores from (docs/shared-tier.md; '' = none); `shared_write`: 'through' (a put "
            "returns once the pool has it) or 'behind' (once committed locally, uploaded "
-           "behind). `read_lanes`: threads copying one read's layers at once (reads of 2 MiB "
-           "or more; 0 = one per two cores, 2 to 8; 1 = in turn; at most 64).")
+           "behind). `read_lanes`: threads copying one read's layers at once (when the layers "
+           "besides the largest hold a MiB or more; 0 = one per two cores, 2 to 8; 1 = in "
+           "turn; at most 64).")
       .def("close", &Store::Close, "Closes the store (its pipelines first). Idempotent.")
       .def_property_readonly("closed", &Store::closed,
                              "True once closed (close(), a `with` block, or its parent closed).")

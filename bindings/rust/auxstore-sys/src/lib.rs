@@ -644,8 +644,9 @@ c_api! {
     pub fn auxstore_options_set_ttl_seconds(options: *mut auxstore_options_t, seconds: u64, errmsg: *mut *mut c_char) -> c_int;
     /// The chunk size stored layers are split into (> 0; `AUXSTORE_INVALID_ARGUMENT` for 0).
     pub fn auxstore_options_set_chunk_bytes(options: *mut auxstore_options_t, bytes: u32, errmsg: *mut *mut c_char) -> c_int;
-    /// Threads that copy one read's layers into caller memory at once (reads of 2 MiB or more):
-    /// 0 (the default) = one per two cores, 2 to 8; 1 = one layer after another; at most 64.
+    /// Threads that copy one read's layers into caller memory at once, when the layers besides
+    /// the largest hold a mebibyte or more: 0 (the default) = one per two cores, 2 to 8; 1 = one
+    /// layer after another; at most 64.
     pub fn auxstore_options_set_read_lanes(options: *mut auxstore_options_t, lanes: u32, errmsg: *mut *mut c_char) -> c_int;
     /// [`AUXSTORE_SYNC`] (every put a synced commit) or [`AUXSTORE_ASYNC`] (durable at
     /// [`auxstore_flush`]).

@@ -105,9 +105,9 @@ impl Options {
         Ok(self)
     }
 
-    /// Threads that copy one read's layers into memory at once (reads of
-    /// 2 MiB or more): 0 (the default) = one per two cores, 2 to 8; 1 = one
-    /// layer after another; at most 64.
+    /// Threads that copy one read's layers into memory at once, when the
+    /// layers besides the largest hold a mebibyte or more: 0 (the default) =
+    /// one per two cores, 2 to 8; 1 = one layer after another; at most 64.
     pub fn read_lanes(&mut self, lanes: u32) -> Result<&mut Self> {
         // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe { sys::auxstore_options_set_read_lanes(self.raw.as_ptr(), lanes, e) })?;
