@@ -65,6 +65,8 @@ class DbStore final : public Store {
   void SetAfterManifestReadForTest(std::function<void()> hook) {
     after_manifest_read_ = std::move(hook);
   }
+  // Snapshot reads into caller memory that were copied in lanes.
+  uint64_t LaneReadsForTest() const { return lane_reads_.load(); }
 
   Result<NamespaceId> RegisterNamespace(const NamespaceSpec& spec) override;
   Result<NamespaceSpec> GetNamespace(NamespaceId ns) override;
@@ -76,9 +78,9 @@ class DbStore final : public Store {
                    const ChunkSink& sink) override;
   Result<std::vector<uint8_t>> GetLayer(NamespaceId ns, const Prefix& prefix,
                                         uint32_t layer) override;
-  Result<std::unique_ptr<LayerReader>> OpenLayer(
-      NamespaceId ns, const Prefix& prefix, const Manifest& manifest, uint32_t layer,
-      PieceChecks checks = PieceChecks::kEachRecord) override;
+  Result<std::unique_ptr<LayerReader>> OpenLayer(NamespaceId ns, const Prefix& prefix,
+                                                 const Manifest& manifest, uint32_t layer,
+                                                 PieceChecks checks) override;
   Status Quarantine(NamespaceId ns, const Prefix& prefix, const Status& why) override;
   Status QuarantineIfUnchanged(NamespaceId ns, const Prefix& prefix, const Manifest& seen,
                                const Status& why) override;
@@ -302,10 +304,6 @@ class DbStore final : public Store {
     // read as they would in turn); the holder quarantines it then.
     HeldDamage* hold_damage = nullptr;
   };
-  // Quarantines what `held` holds: the record named and the snapshot, if
-  // it is still the one `manifest` describes.
-  void QuarantineHeld(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
-                      const HeldDamage& held);
   // NotFound when `manifest` has no layer `layer`; a header-only layer's
   // digest is checked here.
   Result<std::unique_ptr<LayerReader>> OpenCursor(NamespaceId ns, const Prefix& prefix,
@@ -396,6 +394,14 @@ class DbStore final : public Store {
                       const Status& why);
   // A check that the stored manifest still decodes to `m`.
   static ManifestCheck SameManifest(const std::string& key, const Manifest& m);
+  // A layer reader's damage: the damaged record's users (when `piece` names
+  // it) and the snapshot, if still `same`.
+  void QuarantineDamage(NamespaceId ns, const Prefix& prefix, const ManifestCheck& same,
+                        uint32_t layer, const LayerPiece* piece, const Status& why);
+  // QuarantineDamage of what `held` holds, if the snapshot is still the one
+  // `manifest` describes.
+  void QuarantineHeld(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
+                      const HeldDamage& held);
 
   // ---- verification (db_store_verify.cc)
   class Verifier;
@@ -479,7 +485,7 @@ class DbStore final : public Store {
   bool put_id_seeded_ = false;
   std::atomic<uint64_t> hits_{0}, misses_{0}, puts_{0}, duplicate_puts_{0}, evictions_{0},
       expirations_{0}, orphans_seen_{0}, orphans_removed_{0}, bytes_written_{0}, bytes_read_{0},
-      reads_repeated_{0};
+      reads_repeated_{0}, lane_reads_{0};
   std::function<void()> after_manifest_read_;  // SetAfterManifestReadForTest
 
   // ReadLayersInto's lanes (Options::read_lanes resolved).

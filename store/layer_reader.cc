@@ -373,10 +373,7 @@ class DbStore::LayerCursor final : public LayerReader {
       *mode_.hold_damage = {entry_.layer, piece ? std::optional(*piece) : std::nullopt, why};
       return why;
     }
-    if (piece) {
-      (void)s_.QuarantineRecord(ns_, piece->owner, entry_.layer, piece->array, piece->chunk, why);
-    }
-    (void)s_.QuarantineIf(ns_, prefix_, same, why);  // gone already after a record's quarantine
+    s_.QuarantineDamage(ns_, prefix_, same, entry_.layer, piece, why);
     return why;
   }
 
@@ -467,14 +464,17 @@ Result<uint64_t> DbStore::CopyLayerInto(NamespaceId ns, const Prefix& prefix,
   return entry->bytes;
 }
 
+void DbStore::QuarantineDamage(NamespaceId ns, const Prefix& prefix, const ManifestCheck& same,
+                               uint32_t layer, const LayerPiece* piece, const Status& why) {
+  if (piece) (void)QuarantineRecord(ns, piece->owner, layer, piece->array, piece->chunk, why);
+  (void)QuarantineIf(ns, prefix, same, why);  // gone already after a record's quarantine
+}
+
 void DbStore::QuarantineHeld(NamespaceId ns, const Prefix& prefix, const Manifest& manifest,
                              const HeldDamage& held) {
   if (held.why.ok()) return;
-  if (held.piece) {
-    const LayerPiece& p = *held.piece;
-    (void)QuarantineRecord(ns, p.owner, held.layer, p.array, p.chunk, held.why);
-  }
-  (void)QuarantineIf(ns, prefix, SameManifest(SnapshotKey(ns, prefix), manifest), held.why);
+  QuarantineDamage(ns, prefix, SameManifest(SnapshotKey(ns, prefix), manifest), held.layer,
+                   held.piece ? &*held.piece : nullptr, held.why);
 }
 
 void DbStore::PrefetchFirstPiece(PieceReader& records, NamespaceId ns, const Manifest& m,

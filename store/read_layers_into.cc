@@ -169,6 +169,7 @@ std::optional<size_t> DbStore::CopyLayersInLanes(NamespaceId ns, const Prefix& p
     size_t running = 0;              // under mu
     std::vector<HeldDamage> damage;  // per layer, each written by its lane
   };
+  ++lane_reads_;
   auto lanes = std::make_shared<Lanes>(layers.size());
   auto copy = [this, lanes, ns, prefix, manifest, layers](size_t i,
                                                           std::shared_ptr<PieceReader>& records) {

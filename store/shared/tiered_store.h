@@ -54,9 +54,9 @@ class TieredStore final : public Store {
                    const ChunkSink& sink) override;
   Result<std::vector<uint8_t>> GetLayer(NamespaceId ns, const Prefix& prefix,
                                         uint32_t layer) override;
-  Result<std::unique_ptr<LayerReader>> OpenLayer(
-      NamespaceId ns, const Prefix& prefix, const Manifest& manifest, uint32_t layer,
-      PieceChecks checks = PieceChecks::kEachRecord) override;
+  Result<std::unique_ptr<LayerReader>> OpenLayer(NamespaceId ns, const Prefix& prefix,
+                                                 const Manifest& manifest, uint32_t layer,
+                                                 PieceChecks checks) override;
   Status Quarantine(NamespaceId ns, const Prefix& prefix, const Status& why) override;
   Status QuarantineIfUnchanged(NamespaceId ns, const Prefix& prefix, const Manifest& seen,
                                const Status& why) override;

@@ -82,9 +82,8 @@ class ForwardingStore final : public Store {
     return in_.GetLayer(ns, p, l);
   }
   // The real reader, behind the faults above (FaultyReader).
-  Result<std::unique_ptr<LayerReader>> OpenLayer(
-      NamespaceId ns, const Prefix& p, const Manifest& m, uint32_t layer,
-      PieceChecks checks = PieceChecks::kEachRecord) override;
+  Result<std::unique_ptr<LayerReader>> OpenLayer(NamespaceId ns, const Prefix& p, const Manifest& m,
+                                                 uint32_t layer, PieceChecks checks) override;
   Status Quarantine(NamespaceId ns, const Prefix& p, const Status& why) override {
     ++quarantines;
     return in_.Quarantine(ns, p, why);

@@ -261,6 +261,7 @@ TEST_F(ReadLayersIntoTest, LanesCopyMultiMiBLayersExactlyWithEachLayersOwnOutcom
   for (uint32_t lanes : {4u, 1u}) {
     options_.read_lanes = lanes;
     Reopen();
+    auto& db = dynamic_cast<store_internal::DbStore&>(*store_);
     const Prefix p = PrefixFromSeed(lanes);
     const auto blobs = PutLayers(p, sizes, lanes);
     std::vector<std::vector<uint8_t>> room;
@@ -283,6 +284,13 @@ TEST_F(ReadLayersIntoTest, LanesCopyMultiMiBLayersExactlyWithEachLayersOwnOutcom
       }
     }
     outcomes.push_back(got);
+    EXPECT_EQ(db.LaneReadsForTest(), lanes > 1 ? 1u : 0u) << lanes << " lanes";
+    // A big layer and a small one: nothing to share out, read in turn.
+    auto two = Into({0, 4}, room, 4u << 20);
+    ASSERT_TRUE(store_->ReadLayersInto(ns_, p, two).ok());
+    EXPECT_EQ(Got(two[0]), blobs[0]);
+    EXPECT_EQ(Got(two[1]), blobs[4]);
+    EXPECT_EQ(db.LaneReadsForTest(), lanes > 1 ? 1u : 0u) << "the pair took lanes";
     EXPECT_EQ(store_->Stats().quarantines, 0u);
   }
   for (size_t i = 0; i < order.size(); ++i) {
@@ -335,6 +343,8 @@ TEST_F(ReadLayersIntoTest, LanesReadTheLayersBeforeADamagedOneWholeAndQuarantine
     EXPECT_TRUE(store_->GetManifest(ns_, PrefixFromSeed(i)).status().IsNotFound());
   }
   EXPECT_EQ(store_->Stats().quarantines, static_cast<uint64_t>(kSnapshots));
+  EXPECT_EQ(dynamic_cast<store_internal::DbStore&>(*store_).LaneReadsForTest(),
+            static_cast<uint64_t>(kSnapshots));
   std::vector<uint8_t> dst(big);
   ASSERT_EQ(store_->ReadLayerInto(ns_, other, 0, dst).value(), big);
   EXPECT_EQ(dst, kept[0]) << "only the damaged snapshots go";
@@ -371,6 +381,7 @@ TEST_F(ReadLayersIntoTest, LanesReadASnapshotReplacedUnderThemAgainUnderItsNewMa
   EXPECT_EQ(Got(layers[2]), after[1]);
   EXPECT_NE(after[0], before[0]);
   EXPECT_GE(store_->Stats().reads_repeated, repeated + 1) << "it did not read again";
+  EXPECT_EQ(db.LaneReadsForTest(), 2u) << "both passes in lanes";
   EXPECT_EQ(store_->Stats().quarantines, 0u);
 }
 
