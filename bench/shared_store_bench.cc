@@ -8,9 +8,12 @@
 // pages in groups of snapshots, the local copies written behind) and a
 // ReadLayersInto of each into the caller's memory, and by a fourth a
 // LongestPrefix and a ReadLayersInto each (the bytes come from the checked
-// pages while the local copy is written behind).
+// pages while the local copy is written behind); and straight from the
+// pool with no lookup before, by a fifth a ReadLayersInto each and by a
+// sixth one ReadSnapshotsInto of all.
 #include "bench/shared_store_bench.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <vector>
 
@@ -158,6 +161,38 @@ Result<StoreFigures> RunStoreLevel(const rados::RadosUri& uri, const std::string
     f.into_cpu_ms_per_mib = (ProcessCpuSeconds() - cpu) * 1000 / mib;
     if (into != bytes) return Status::Corruption("a layer read into memory differs");
     AUXSTORE_RETURN_IF_ERROR(CheckLast(*d, ns, prefixes.back(), bytes));
+  }
+  {
+    AUXSTORE_ASSIGN_OR_RETURN(auto e, OpenShared(local_dir + "/e", uri_string));
+    AUXSTORE_ASSIGN_OR_RETURN(NamespaceId ns, e->RegisterNamespace(BenchSpec()));
+    for (auto& layer : into) std::fill(layer.begin(), layer.end(), 1);
+    Stopwatch sw;
+    for (size_t s = 0; s < snapshots; ++s) {
+      AUXSTORE_RETURN_IF_ERROR(e->ReadLayersInto(ns, prefixes[s], wanted));
+    }
+    f.pool_into_each_mib_s = mib / sw.Seconds();
+    if (into != bytes) return Status::Corruption("a layer read from the pool differs");
+  }
+  {
+    AUXSTORE_ASSIGN_OR_RETURN(auto g, OpenShared(local_dir + "/f", uri_string));
+    AUXSTORE_ASSIGN_OR_RETURN(NamespaceId ns, g->RegisterNamespace(BenchSpec()));
+    // Every snapshot its own memory, touched before the clock starts.
+    std::vector<std::vector<uint8_t>> all(snapshots * layers, std::vector<uint8_t>(layer_bytes, 1));
+    std::vector<Store::LayerInto> to(snapshots * layers);
+    std::vector<Store::SnapshotInto> snaps;
+    for (size_t s = 0; s < snapshots; ++s) {
+      for (size_t l = 0; l < layers; ++l)
+        to[s * layers + l] = {static_cast<uint32_t>(l), all[s * layers + l]};
+      snaps.push_back({ns, prefixes[s], std::span(to).subspan(s * layers, layers)});
+    }
+    Stopwatch sw;
+    g->ReadSnapshotsInto(snaps);
+    f.pool_into_all_mib_s = mib / sw.Seconds();
+    for (const Store::LayerInto& l : to) AUXSTORE_RETURN_IF_ERROR(l.status);
+    for (size_t l = 0; l < layers; ++l) {
+      if (all[(snapshots - 1) * layers + l] != bytes[l])
+        return Status::Corruption("a layer of ReadSnapshotsInto differs");
+    }
   }
   fs::remove_all(local_dir);
   EmptyNamespace(uri);

@@ -9,7 +9,8 @@
 namespace auxstore::rados {
 
 std::vector<Status> ReadPagesInto(RadosConnection& conn, std::span<const PageKey> keys,
-                                  std::span<const std::span<uint8_t>> dst, size_t max_in_flight) {
+                                  std::span<const std::span<uint8_t>> dst, size_t max_in_flight,
+                                  const std::function<void(size_t)>& on_read) {
   std::vector<Status> out(keys.size(), Status::Internal("not read"));
   if (dst.size() != keys.size()) {
     out.assign(keys.size(),
@@ -62,6 +63,7 @@ std::vector<Status> ReadPagesInto(RadosConnection& conn, std::span<const PageKey
           return;
         }
         out[i] = Status::Ok();
+        if (on_read) on_read(i);
       });
   XXH3_freeState(state);
   return out;

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -25,9 +26,12 @@ namespace auxstore::rados {
 // Corruption when the object's bytes are not what its key says or not
 // dst[i].size() bytes long (dst[i] then holds nothing to use); Unavailable
 // when the cluster does not answer within the op timeout. `max_in_flight`
-// aio reads at once.
+// aio reads at once. `on_read(i)`, when given, is called on the calling
+// thread as soon as page i is read and checked (the other reads still in
+// flight): where a caller checks what the pages make up, meanwhile.
 std::vector<Status> ReadPagesInto(RadosConnection& conn, std::span<const PageKey> keys,
                                   std::span<const std::span<uint8_t>> dst,
-                                  size_t max_in_flight = 32);
+                                  size_t max_in_flight = 32,
+                                  const std::function<void(size_t)>& on_read = {});
 
 }  // namespace auxstore::rados

@@ -232,85 +232,141 @@ Result<SharedTier::Listing> SharedTier::ListRecords(std::optional<NamespaceId> n
 
 std::vector<Result<std::vector<LayerBuffer>>> SharedTier::ReadLayersOfEach(
     std::span<const SharedRecord* const> records, OnDamage on_damage) {
-  std::vector<Result<std::vector<LayerBuffer>>> out;
-  auto session = Current();
-  if (!session.ok()) {
-    for (size_t k = 0; k < records.size(); ++k) out.push_back(session.status());
-    return out;
-  }
-  Session& ss = **session;
-  // Each segment straight into its place in its layer's buffer: one copy
-  // out of librados's buffers, hashed against the page key on the way.
-  // Record k's pages are keys[first[k] .. first[k + 1]).
   std::vector<std::vector<LayerBuffer>> layers(records.size());
+  std::vector<std::vector<LayerDst>> wanted(records.size());
+  for (size_t k = 0; k < records.size(); ++k) {
+    const SharedRecord& r = *records[k];
+    for (size_t li = 0; li < r.layers.size(); ++li) {
+      const uint64_t bytes = r.manifest.layers[li].bytes;  // = its segments' (DecodeSharedRecord)
+      layers[k].push_back({std::make_unique_for_overwrite<uint8_t[]>(bytes), bytes});
+      wanted[k].push_back({li, {layers[k].back().data.get(), bytes}});
+    }
+  }
+  const std::vector<LayersRead> read = ReadLayersInto(records, wanted, on_damage);
+  std::vector<Result<std::vector<LayerBuffer>>> out;
+  for (size_t k = 0; k < records.size(); ++k) {
+    if (read[k].status.ok()) {
+      out.push_back(std::move(layers[k]));
+    } else {
+      out.push_back(read[k].status);
+    }
+  }
+  return out;
+}
+
+std::vector<SharedTier::LayersRead> SharedTier::ReadLayersInto(
+    std::span<const SharedRecord* const> records, std::span<const std::vector<LayerDst>> wanted,
+    OnDamage on_damage) {
+  auto session = Current();
+  if (!session.ok()) return std::vector<LayersRead>(records.size(), {session.status(), 0});
+  Session& ss = **session;
+  // Each segment straight into its place in its layer's destination: one
+  // copy out of librados's buffers, hashed against the page key on the way.
+  // Record k's pages are keys[first[k] .. first[k + 1]).
   std::vector<rados::PageKey> keys;
   std::vector<std::span<uint8_t>> dst;
   std::vector<size_t> first;
   for (size_t k = 0; k < records.size(); ++k) {
-    const SharedRecord& r = *records[k];
     first.push_back(keys.size());
-    layers[k].resize(r.layers.size());
-    for (size_t li = 0; li < r.layers.size(); ++li) {
-      const uint64_t bytes = r.manifest.layers[li].bytes;  // = its segments' (DecodeSharedRecord)
-      LayerBuffer& buffer = layers[k][li];
-      buffer = {std::make_unique_for_overwrite<uint8_t[]>(bytes), bytes};
+    for (const LayerDst& w : wanted[k]) {
       uint64_t at = 0;
-      for (const auto& s : r.layers[li].segments) {
+      for (const auto& s : records[k]->layers[w.index].segments) {
         keys.push_back(s.key);
-        dst.push_back({buffer.data.get() + at, s.bytes});
+        dst.push_back(w.dst.subspan(at, s.bytes));
         at += s.bytes;
       }
     }
   }
   first.push_back(keys.size());
-  const std::vector<Status> read = rados::ReadPagesInto(*ss.conn, keys, dst, kPagesInFlight);
+  // Each layer's digest checked as soon as its last page is in, while the
+  // pages after it are still on their way. layer_of[page]: its layer's
+  // place in `digests`; waiting[that]: its pages not read yet.
+  std::vector<size_t> layer_of(keys.size()), waiting, layer_first;
+  std::vector<std::pair<size_t, size_t>> layer_at;  // (k, w)
+  for (size_t k = 0, page = 0; k < records.size(); ++k) {
+    layer_first.push_back(layer_at.size());
+    for (size_t w = 0; w < wanted[k].size(); ++w) {
+      const size_t pages = records[k]->layers[wanted[k][w].index].segments.size();
+      for (size_t i = 0; i < pages; ++i) layer_of[page++] = layer_at.size();
+      waiting.push_back(pages);
+      layer_at.push_back({k, w});
+    }
+  }
+  layer_first.push_back(layer_at.size());
+  std::vector<std::optional<bool>> digests(layer_at.size());
+  const auto digest = [&](size_t at) {
+    const auto [k, w] = layer_at[at];
+    digests[at] = DigestMatches(*records[k], wanted[k][w]);
+  };
+  for (size_t at = 0; at < waiting.size(); ++at)
+    if (waiting[at] == 0) digest(at);  // an empty layer
+  const std::vector<Status> read =
+      rados::ReadPagesInto(*ss.conn, keys, dst, kPagesInFlight, [&](size_t page) {
+        if (--waiting[layer_of[page]] == 0) digest(layer_of[page]);
+      });
+  std::vector<LayersRead> out;
   for (size_t k = 0; k < records.size(); ++k) {
-    out.push_back(CheckRead(ss, *records[k],
-                            std::span(keys).subspan(first[k], first[k + 1] - first[k]),
-                            std::span(read).subspan(first[k], first[k + 1] - first[k]),
-                            std::move(layers[k]), on_damage));
+    const size_t n = first[k + 1] - first[k];
+    out.push_back(
+        CheckRead(ss, *records[k], wanted[k], std::span(keys).subspan(first[k], n),
+                  std::span(read).subspan(first[k], n),
+                  std::span(digests).subspan(layer_first[k], layer_first[k + 1] - layer_first[k]),
+                  on_damage));
   }
   return out;
 }
 
-Result<std::vector<LayerBuffer>> SharedTier::CheckRead(Session& ss, const SharedRecord& r,
-                                                       std::span<const rados::PageKey> keys,
-                                                       std::span<const Status> read,
-                                                       std::vector<LayerBuffer> layers,
-                                                       OnDamage on_damage) {
+bool SharedTier::DigestMatches(const SharedRecord& r, const LayerDst& layer) {
+  const LayerEntry& entry = r.manifest.layers[layer.index];
+  LayerHasher hasher(r.manifest, entry);
+  hasher.Update(layer.dst.first(entry.bytes));
+  return hasher.Digest() == entry.xxh3;
+}
+
+SharedTier::LayersRead SharedTier::CheckRead(Session& ss, const SharedRecord& r,
+                                             std::span<const LayerDst> wanted,
+                                             std::span<const rados::PageKey> keys,
+                                             std::span<const Status> read,
+                                             std::span<const std::optional<bool>> digests,
+                                             OnDamage on_damage) {
   const bool quarantine = on_damage == OnDamage::kQuarantine;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const Status& st = read[i];
-    if (st.ok()) continue;
-    if (st.code() == StatusCode::kUnavailable || st.code() == StatusCode::kIOError) return Note(st);
-    // Damaged or missing although a committed record names it: the record
-    // is quarantined; a damaged page object goes too, so that the next put
-    // of those bytes stores them afresh.
-    if (quarantine && st.code() == StatusCode::kCorruption) {
-      ss.conn->io().remove(keys[i].ObjectName());
+  size_t page = 0;  // keys[page] is the first page of wanted[w]
+  for (size_t w = 0; w < wanted.size(); ++w) {
+    const size_t pages = r.layers[wanted[w].index].segments.size();
+    for (size_t i = page; i < page + pages; ++i) {
+      const Status& st = read[i];
+      if (st.ok()) continue;
+      if (st.code() == StatusCode::kUnavailable || st.code() == StatusCode::kIOError) {
+        return {Note(st), w};
+      }
+      // Damaged or missing although a committed record names it: the record
+      // is quarantined; a damaged page object goes too, so that the next put
+      // of those bytes stores them afresh.
+      if (quarantine && st.code() == StatusCode::kCorruption) {
+        ss.conn->io().remove(keys[i].ObjectName());
+      }
+      const std::string why = st.code() == StatusCode::kNotFound
+                                  ? "RADOS pool '" + pool() + "': page " + keys[i].ObjectName() +
+                                        " named by a committed manifest is missing"
+                                  : st.message();
+      if (!quarantine) return {Status::Corruption(why + " (snapshot " + r.prefix.ToHex() + ")"), w};
+      QuarantineRecord(ss, r.ns, r.prefix);
+      return {
+          Status::Corruption(why + " (snapshot " + r.prefix.ToHex() + " quarantined in the pool)"),
+          w};
     }
-    const std::string why = st.code() == StatusCode::kNotFound
-                                ? "RADOS pool '" + pool() + "': page " + keys[i].ObjectName() +
-                                      " named by a committed manifest is missing"
-                                : st.message();
-    if (!quarantine) return Status::Corruption(why + " (snapshot " + r.prefix.ToHex() + ")");
-    QuarantineRecord(ss, r.ns, r.prefix);
-    return Status::Corruption(why + " (snapshot " + r.prefix.ToHex() + " quarantined in the pool)");
-  }
-  for (size_t li = 0; li < r.layers.size(); ++li) {
-    const LayerEntry& entry = r.manifest.layers[li];
-    LayerHasher hasher(r.manifest, entry);
-    hasher.Update(layers[li].span());
-    if (hasher.Digest() != entry.xxh3) {
+    page += pages;
+    const LayerEntry& entry = r.manifest.layers[wanted[w].index];
+    if (!(digests[w] ? *digests[w] : DigestMatches(r, wanted[w]))) {
       const std::string why = "RADOS pool '" + pool() + "': layer " + std::to_string(entry.layer) +
                               " of snapshot " + r.prefix.ToHex() +
                               " does not match its layer digest";
-      if (!quarantine) return Status::Corruption(why);
+      if (!quarantine) return {Status::Corruption(why), w};
       QuarantineRecord(ss, r.ns, r.prefix);
-      return Status::Corruption(why + " (quarantined in the pool)");
+      return {Status::Corruption(why + " (quarantined in the pool)"), w};
     }
   }
-  return layers;
+  return {Status::Ok(), 0};
 }
 
 void SharedTier::QuarantineRecord(Session& s, NamespaceId ns, const Prefix& prefix) {

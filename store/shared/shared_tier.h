@@ -90,6 +90,26 @@ class SharedTier {
   std::vector<Result<std::vector<LayerBuffer>>> ReadLayersOfEach(
       std::span<const SharedRecord* const> records, OnDamage on_damage);
 
+  // Layer `index` of a record's manifest.layers, read into `dst` (at least
+  // the layer's size; its first bytes are written).
+  struct LayerDst {
+    size_t index = 0;
+    std::span<uint8_t> dst;
+  };
+  // How a record's read went: OK, or the error met at wanted[failed_at]
+  // (the layers before it were read and checked).
+  struct LayersRead {
+    Status status;
+    size_t failed_at = 0;
+  };
+  // The wanted[k] layers of each records[k], the pages of all of them read
+  // in one window straight into their destinations, each page checked
+  // against its key and each layer against its digest there, checked in
+  // wanted[k]'s order (so a read into the caller's memory is the one copy).
+  std::vector<LayersRead> ReadLayersInto(std::span<const SharedRecord* const> records,
+                                         std::span<const std::vector<LayerDst>> wanted,
+                                         OnDamage on_damage);
+
   Status TakeLease(NamespaceId ns, const Prefix& prefix, uint64_t lease_ms);
   // TakeLease of each (ns, prefixes[i]) in one round.
   std::vector<Status> TakeLeases(NamespaceId ns, std::span<const Prefix> prefixes,
@@ -134,12 +154,14 @@ class SharedTier {
   // `st`, noting an Unavailable for the next Current().
   Status Note(Status st);
   void QuarantineRecord(Session& s, NamespaceId ns, const Prefix& prefix);
-  // r's pages as read (keys[i] gave read[i]) into `layers`, checked: the
-  // layers, or the error.
-  Result<std::vector<LayerBuffer>> CheckRead(Session& ss, const SharedRecord& r,
-                                             std::span<const rados::PageKey> keys,
-                                             std::span<const Status> read,
-                                             std::vector<LayerBuffer> layers, OnDamage on_damage);
+  // r's wanted layers as read (their pages keys[i] gave read[i], in
+  // wanted's order; digests[w]: whether wanted[w]'s digest matched, when
+  // checked already), checked.
+  LayersRead CheckRead(Session& ss, const SharedRecord& r, std::span<const LayerDst> wanted,
+                       std::span<const rados::PageKey> keys, std::span<const Status> read,
+                       std::span<const std::optional<bool>> digests, OnDamage on_damage);
+  // Whether a layer's bytes in its destination match its digest.
+  static bool DigestMatches(const SharedRecord& r, const LayerDst& layer);
 
   rados::RadosUri uri_;
   std::mutex mu_;

@@ -15,7 +15,12 @@
 
 namespace auxstore::shared {
 
-void TieredStore::FillBehind(const SharedRecord& r, std::vector<LayerBuffer> layers) {
+bool TieredStore::FillRoomFor(uint64_t bytes) {
+  std::lock_guard lock(pending_mu_);
+  return pending_bytes_ + bytes <= kMaxPendingFillBytes || pending_.empty();
+}
+
+void TieredStore::FillBehind(const SharedRecord& r, std::vector<LayerBuffer> layers, bool wait) {
   auto fill = std::make_shared<PendingFill>();
   fill->record = r;
   fill->layers = std::move(layers);
@@ -24,9 +29,11 @@ void TieredStore::FillBehind(const SharedRecord& r, std::vector<LayerBuffer> lay
   {
     std::unique_lock lock(pending_mu_);
     // Bounded: lookups that outrun the local disk wait for it here.
-    pending_cv_.wait(lock, [&] {
+    const auto room = [&] {
       return pending_bytes_ + fill->bytes <= kMaxPendingFillBytes || pending_.empty();
-    });
+    };
+    if (!wait && !room()) return;
+    pending_cv_.wait(lock, room);
     if (!pending_.emplace(key, fill).second) return;  // another lookup's fill: that one writes it
     pending_bytes_ += fill->bytes;
     ++fills_behind_;

@@ -21,7 +21,6 @@ std::vector<Result<std::vector<LayerBuffer>>> TieredStore::FetchEach(
   std::vector<std::optional<Result<std::vector<LayerBuffer>>>> got(records.size());
   std::vector<const SharedRecord*> asked;
   std::vector<size_t> asked_at;
-  std::vector<Prefix> prefixes;
   for (size_t k = 0; k < records.size(); ++k) {
     const SharedRecord& r = *records[k];
     if (NamespaceFingerprint(r.spec) != r.ns) {
@@ -32,44 +31,56 @@ std::vector<Result<std::vector<LayerBuffer>>> TieredStore::FetchEach(
     }
     asked.push_back(&r);
     asked_at.push_back(k);
-    prefixes.push_back(r.prefix);
   }
+  const std::vector<Status> leased =
+      ReadUnderLeases(ns, asked, [&](std::span<const size_t> which, SharedTier::OnDamage on) {
+        std::vector<const SharedRecord*> these;
+        for (size_t j : which) these.push_back(asked[j]);
+        auto read = tier_->ReadLayersOfEach(these, on);
+        std::vector<Status> status;
+        for (size_t i = 0; i < which.size(); ++i) {
+          status.push_back(read[i].status());
+          got[asked_at[which[i]]] = std::move(read[i]);
+        }
+        return status;
+      });
+  for (size_t j = 0; j < asked.size(); ++j)
+    if (!leased[j].ok()) got[asked_at[j]] = leased[j];
+  std::vector<Result<std::vector<LayerBuffer>>> out;
+  for (auto& g : got) out.push_back(std::move(*g));
+  return out;
+}
+
+std::vector<Status> TieredStore::ReadUnderLeases(NamespaceId ns,
+                                                 std::span<const SharedRecord* const> records,
+                                                 const LeasedRead& read) {
   // Leased in the pool while their pages are read: no erase removes a record
   // (and so no compact its pages) under us. NotFound: erased meanwhile. The
   // leases are taken on lease_thread_ beside the page reads, after every
   // release queued there before (one round trip less per restore), and
-  // released behind, not waited for. A read that fails before its lease held
-  // may have met an erase and a reclaim rather than damage: it is read again
-  // under the lease, and only a failure then quarantines the record.
+  // released behind, not waited for.
+  std::vector<Prefix> prefixes;
+  std::vector<size_t> all;
+  for (const SharedRecord* r : records) {
+    all.push_back(prefixes.size());
+    prefixes.push_back(r->prefix);
+  }
   const uint64_t lease_ms = 4 * tier_->op_timeout().count();
   auto leasing =
       boost::asio::post(lease_thread_, boost::asio::use_future([this, ns, prefixes, lease_ms] {
                           return tier_->TakeLeases(ns, prefixes, lease_ms);
                         }));
-  auto read = tier_->ReadLayersOfEach(asked, SharedTier::OnDamage::kReport);
+  const std::vector<Status> first = read(all, SharedTier::OnDamage::kReport);
   const std::vector<Status> leased = leasing.get();
-  std::vector<size_t> again;  // into `asked`
-  for (size_t j = 0; j < asked.size(); ++j) {
-    if (!leased[j].ok()) {
-      got[asked_at[j]] = leased[j];
-    } else if (read[j].status().code() == StatusCode::kCorruption) {
-      again.push_back(j);
-    } else {
-      got[asked_at[j]] = std::move(read[j]);
-    }
+  std::vector<size_t> again;  // damage met before the lease held: read again under it
+  for (size_t j = 0; j < records.size(); ++j) {
+    if (leased[j].ok() && first[j].code() == StatusCode::kCorruption) again.push_back(j);
   }
-  if (!again.empty()) {
-    std::vector<const SharedRecord*> reread;
-    for (size_t j : again) reread.push_back(asked[j]);
-    auto checked = tier_->ReadLayersOfEach(reread, SharedTier::OnDamage::kQuarantine);
-    for (size_t i = 0; i < again.size(); ++i) got[asked_at[again[i]]] = std::move(checked[i]);
+  if (!again.empty()) (void)read(again, SharedTier::OnDamage::kQuarantine);
+  for (size_t j = 0; j < records.size(); ++j) {
+    if (leased[j].ok()) ReleasePoolLeaseBehind(ns, records[j]->prefix);
   }
-  for (size_t j = 0; j < asked.size(); ++j) {
-    if (leased[j].ok()) ReleasePoolLeaseBehind(ns, asked[j]->prefix);
-  }
-  std::vector<Result<std::vector<LayerBuffer>>> out;
-  for (auto& g : got) out.push_back(std::move(*g));
-  return out;
+  return leased;
 }
 
 Status TieredStore::Fill(const SharedRecord& r, const std::vector<LayerBuffer>& layers) {
@@ -356,11 +367,12 @@ Result<LeaseId> TieredStore::AcquireLease(NamespaceId ns, const Prefix& prefix, 
 }
 
 // ---- reads: restored from the pool on a local miss -----------------------
-// The byte reads (ReadLayer, GetLayer, ReadLayerInto, ReadLayersInto) serve
-// a snapshot whose local copy is queued from its checked layers, and read
-// any other from the local store at once, without waiting for the copies
-// queued before (Local()): those are other snapshots', and a batch restore
-// reads its first snapshots while the last ones are still being written.
+// The byte reads (ReadLayer, GetLayer, ReadLayerInto; ReadLayersInto in
+// tiered_reads_into.cc) serve a snapshot whose local copy is queued from its
+// checked layers, and read any other from the local store at once, without
+// waiting for the copies queued before (Local()): those are other
+// snapshots', and a batch restore reads its first snapshots while the last
+// ones are still being written.
 
 Result<Manifest> TieredStore::GetManifest(NamespaceId ns, const Prefix& prefix) {
   return ReadThrough(ns, prefix, [&] { return Local().GetManifest(ns, prefix); });
@@ -409,22 +421,6 @@ Result<uint64_t> TieredStore::ReadLayerInto(NamespaceId ns, const Prefix& prefix
   return ReadThrough(
       ns, prefix, [&] { return local_->ReadLayerInto(ns, prefix, layer, dst); },
       [&](const Restored& got) { return CopyPending(*got.unfilled, layer, dst); });
-}
-
-Status TieredStore::ReadLayersInto(NamespaceId ns, const Prefix& prefix,
-                                   std::span<LayerInto> layers) {
-  if (auto pending = PendingOf(ns, prefix)) return CopyPendingLayers(*pending, layers);
-  const Status local = local_->ReadLayersInto(ns, prefix, layers);
-  if (!local.IsNotFound()) return local;
-  auto restored = RestoreIfMissing(ns, prefix);
-  if (!restored.ok()) {
-    for (LayerInto& l : layers) {
-      if (!l.status.ok()) l.status = restored.status();
-    }
-    return restored.status();
-  }
-  if (restored->unfilled) return CopyPendingLayers(*restored->unfilled, layers);
-  return restored->local ? local_->ReadLayersInto(ns, prefix, layers) : local;
 }
 
 Result<Store::LayerRows> TieredStore::ReadLayerRows(NamespaceId ns, const Prefix& prefix,

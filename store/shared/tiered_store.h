@@ -26,6 +26,7 @@
 #include <atomic>
 #include <boost/asio/thread_pool.hpp>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -76,6 +77,7 @@ class TieredStore final : public Store {
   Result<uint64_t> ReadLayerInto(NamespaceId ns, const Prefix& prefix, uint32_t layer,
                                  std::span<uint8_t> dst) override;
   Status ReadLayersInto(NamespaceId ns, const Prefix& prefix, std::span<LayerInto> layers) override;
+  void ReadSnapshotsInto(std::span<SnapshotInto> snapshots) override;
   Status Erase(NamespaceId ns, const Prefix& prefix) override;
   Status List(std::optional<NamespaceId> ns,
               const std::function<bool(const SnapshotInfo&)>& visit) override;
@@ -109,6 +111,23 @@ class TieredStore final : public Store {
   // them): the leases in one round beside the pages of all in one window.
   std::vector<Result<std::vector<LayerBuffer>>> FetchEach(
       NamespaceId ns, std::span<const SharedRecord* const> records);
+  // Reads records[j] (all of namespace ns) under pool leases: `read(which,
+  // on_damage)` reads records[which[i]] and returns each one's status. It
+  // runs beside the leases being taken (kReport), then again under them for
+  // the records it found damaged (kQuarantine): a read before its lease
+  // held may have met an erase and a reclaim rather than damage. Returns
+  // each lease's status (not OK: that record's outcome is this error); the
+  // leases taken are released behind.
+  using LeasedRead =
+      std::function<std::vector<Status>(std::span<const size_t> which, SharedTier::OnDamage)>;
+  std::vector<Status> ReadUnderLeases(NamespaceId ns, std::span<const SharedRecord* const> records,
+                                      const LeasedRead& read);
+  // ---- reads straight from the pool (tiered_reads_into.cc) ----
+  // The snapshots (all of namespace ns, missing from the local store and
+  // with no pending fill) read from the pool into their layers' `dst`:
+  // the records in one round, the pages of all in one window, checked in
+  // place. A snapshot read whole is copied and its local copy queued behind.
+  void ReadFromPool(NamespaceId ns, std::span<SnapshotInto* const> snapshots);
   // A batch restore fetches snapshots in groups of about this many bytes.
   static constexpr uint64_t kFetchGroupBytes = 64ull << 20;
   // Writes fetched layers into the local store as the record's snapshot.
@@ -124,8 +143,11 @@ class TieredStore final : public Store {
   };
   using FillKey = std::pair<NamespaceId, Prefix>;
   // Queues the local copy of `r` on fill_thread_ (waiting while more than
-  // kMaxPendingFillBytes are queued) and serves its layers until written.
-  void FillBehind(const SharedRecord& r, std::vector<LayerBuffer> layers);
+  // kMaxPendingFillBytes are queued; with `wait` false, writing none then)
+  // and serves its layers until written.
+  void FillBehind(const SharedRecord& r, std::vector<LayerBuffer> layers, bool wait = true);
+  // Whether a copy of `bytes` would be queued now without waiting.
+  bool FillRoomFor(uint64_t bytes);
   // The local store, once every fill queued before this call is written:
   // what every call but the byte reads goes through.
   Store& Local();

@@ -17,6 +17,7 @@
 
 #include "auxstore/log.h"
 #include "auxstore/metrics.h"
+#include "store/rados/object_names.h"
 #include "store/rados/rados_reclaim.h"
 #include "tests/rados/rados_test_env.h"
 #include "tests/rados/shared_pool_fixture.h"
@@ -335,6 +336,114 @@ TEST_F(SharedStoreTest, ADamagedPageIsNeverReturnedAndItsSnapshotIsQuarantinedIn
   ASSERT_TRUE(c);
   ASSERT_TRUE(c->RegisterNamespace(conv.spec()).ok());
   EXPECT_TRUE(conv.Check(*c, ns, 128).ok());
+}
+
+// A process that did not look the snapshots up (another did: an engine's
+// scheduler and its workers) reads them straight from the pool into its
+// memory, several in one ReadSnapshotsInto: each layer's outcome as the
+// local store gives it, every byte checked; a snapshot read whole gets its
+// local copy written behind, one read in part none.
+TEST_F(SharedStoreTest, AReadIntoMemoryOfSnapshotsOnlyThePoolHoldsReadsThemStraightFromIt) {
+  const Conversation conv(61);
+  NamespaceId ns = 0;
+  auto a = OpenWithChain(conv, tmp_.Sub("a"), &ns);
+  ASSERT_TRUE(a);
+  const std::vector<std::vector<std::vector<uint8_t>>> blobs{conv.Blobs(128), conv.Blobs(256),
+                                                             conv.Blobs(384)};
+  Conversation stranger(62);
+  {
+    auto b = OpenRegistered(conv, tmp_.Sub("b"), &ns);
+    ASSERT_TRUE(b);
+    // 128: every layer. 256: layers 2 and 0 only. 384: every layer, and
+    // layer 9 (not in it) and layer 1 into too small a buffer. A prefix no
+    // one stored.
+    std::vector<std::vector<uint8_t>> mem;
+    std::vector<std::pair<size_t, uint32_t>> of;  // (snapshot, layer) of mem[i]
+    const auto want = [&](size_t snap, uint32_t layer, size_t bytes) {
+      mem.emplace_back(bytes, 0xEE);
+      of.push_back({snap, layer});
+    };
+    for (uint32_t l = 0; l < 3; ++l) want(0, l, blobs[0][l].size());
+    want(1, 2, blobs[1][2].size());
+    want(1, 0, blobs[1][0].size());
+    for (uint32_t l = 0; l < 3; ++l) want(2, l, blobs[2][l].size());
+    want(2, 9, 64);
+    want(2, 1, blobs[2][1].size() - 1);
+    want(3, 0, 64);
+    std::vector<Store::LayerInto> into;
+    for (size_t i = 0; i < mem.size(); ++i) into.push_back({of[i].second, mem[i]});
+    const Prefix prefixes[] = {conv.PrefixOf(128), conv.PrefixOf(256), conv.PrefixOf(384),
+                               stranger.PrefixOf(128)};
+    std::vector<Store::SnapshotInto> snaps;
+    for (size_t from = 0; from < into.size();) {
+      size_t to = from;
+      while (to < into.size() && of[to].first == of[from].first) ++to;
+      snaps.push_back({ns, prefixes[of[from].first], std::span(into).subspan(from, to - from)});
+      from = to;
+    }
+    b->ReadSnapshotsInto(snaps);
+    for (size_t i = 0; i < into.size(); ++i) {
+      const auto [snap, layer] = of[i];
+      SCOPED_TRACE("snapshot " + std::to_string(snap) + ", layer " + std::to_string(layer));
+      if (snap == 3) {
+        EXPECT_EQ(into[i].status.code(), StatusCode::kNotFound) << into[i].status.ToString();
+      } else if (layer == 9) {
+        EXPECT_EQ(into[i].status.code(), StatusCode::kNotFound) << into[i].status.ToString();
+      } else if (mem[i].size() < blobs[snap][layer].size()) {
+        EXPECT_EQ(into[i].status.code(), StatusCode::kOutOfRange) << into[i].status.ToString();
+      } else {
+        ASSERT_TRUE(into[i].status.ok()) << into[i].status.ToString();
+        EXPECT_EQ(into[i].bytes, blobs[snap][layer].size());
+        EXPECT_TRUE(
+            std::equal(blobs[snap][layer].begin(), blobs[snap][layer].end(), mem[i].begin()));
+      }
+    }
+    const StoreStats stats = b->Stats();  // once every copy queued is written
+    EXPECT_EQ(stats.shared_restores, 2u) << "the snapshots read whole are copied, no other";
+    EXPECT_EQ(stats.shared_corruptions, 0u);
+  }
+  auto local = Store::Open(Options{}, tmp_.Sub("b"));
+  ASSERT_TRUE(local.ok()) << local.status().ToString();
+  EXPECT_TRUE(conv.Check(**local, ns, 128).ok());
+  EXPECT_TRUE(conv.Check(**local, ns, 384).ok());
+  const std::vector<Prefix> part{conv.PrefixOf(256)};
+  EXPECT_FALSE((*local)->GetManifests(ns, part).value()[0]) << "a snapshot read in part, copied";
+}
+
+// Read straight from the pool, a damaged page is never returned: the
+// layers before it are read, it and the ones after fail, and its snapshot
+// is quarantined in the pool.
+TEST_F(SharedStoreTest, AReadIntoMemoryStraightFromThePoolQuarantinesASnapshotWithADamagedPage) {
+  const Conversation conv(63);
+  NamespaceId ns = 0;
+  auto a = OpenRegistered(conv, tmp_.Sub("a"), &ns);
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(conv.Put(*a, ns, 128).ok());
+  const auto blobs = conv.Blobs(128);
+  const std::string opaque = rados::PageKey::Of(blobs[2]).ObjectName();  // one page
+  ASSERT_TRUE(PageObjects().contains(opaque));
+  Overwrite(opaque, std::string(blobs[2].size(), 'x'));
+
+  auto b = OpenRegistered(conv, tmp_.Sub("b"), &ns);
+  ASSERT_TRUE(b);
+  std::vector<std::vector<uint8_t>> mem{
+      std::vector<uint8_t>(blobs[0].size()), std::vector<uint8_t>(blobs[1].size()),
+      std::vector<uint8_t>(blobs[2].size()), std::vector<uint8_t>(blobs[0].size())};
+  std::vector<Store::LayerInto> into{{0, mem[0]}, {1, mem[1]}, {2, mem[2]}, {0, mem[3]}};
+  const Status st = b->ReadLayersInto(ns, conv.PrefixOf(128), into);
+  EXPECT_EQ(st.code(), StatusCode::kCorruption) << st.ToString();
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(into[i].status.ok()) << i << ": " << into[i].status.ToString();
+    EXPECT_TRUE(mem[i] == blobs[i]) << i;
+  }
+  for (size_t i = 2; i < 4; ++i)
+    EXPECT_EQ(into[i].status.code(), StatusCode::kCorruption)
+        << i << ": " << into[i].status.ToString();
+  const StoreStats stats = b->Stats();
+  EXPECT_EQ(stats.shared_corruptions, 1u);
+  EXPECT_EQ(stats.shared_restores, 0u);
+  EXPECT_EQ(Objects("manifest."), 0u) << "the snapshot using the damaged page is still in the pool";
+  EXPECT_FALSE(PageObjects().contains(opaque)) << "the damaged page object is still in the pool";
 }
 
 TEST_F(SharedStoreTest, BatchedRestoresFillWhatTheyFetchAndEndTheLeadingRunAtADamagedSnapshot) {

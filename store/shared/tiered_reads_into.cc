@@ -1,0 +1,186 @@
+// TieredStore's reads into the caller's memory (ReadLayersInto,
+// ReadSnapshotsInto): what the local store holds, or a lookup restored and
+// is still writing, is read from there; a snapshot only the pool holds
+// (another node's or another process's, not looked up here) is read from
+// the pool straight into the layers' destinations. The records of all such
+// snapshots in one round, their leases beside the page reads, the pages of
+// all of them in one window, each page checked against its key and each
+// layer against its digest in the caller's memory: one copy, out of
+// librados's buffers. A snapshot read whole is then copied once more into
+// the buffers its local copy is written from, behind (FillBehind).
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "store/shared/tiered_store.h"
+
+namespace auxstore::shared {
+namespace {
+
+// As DbStore's reads fail the layers after a snapshot's error.
+void FailFrom(std::span<Store::LayerInto> layers, size_t from, const Status& why) {
+  for (size_t i = from; i < layers.size(); ++i) {
+    layers[i].status = why.WithContext("layer " + std::to_string(layers[i].layer) + " not read");
+    layers[i].bytes = 0;
+  }
+}
+
+std::optional<size_t> IndexOf(const Manifest& m, uint32_t layer) {
+  for (size_t i = 0; i < m.layers.size(); ++i)
+    if (m.layers[i].layer == layer) return i;
+  return std::nullopt;
+}
+
+bool AllNotFound(std::span<const Store::LayerInto> layers) {
+  return !layers.empty() && std::all_of(layers.begin(), layers.end(), [](const auto& l) {
+    return l.status.code() == StatusCode::kNotFound;
+  });
+}
+
+}  // namespace
+
+Status TieredStore::ReadLayersInto(NamespaceId ns, const Prefix& prefix,
+                                   std::span<LayerInto> layers) {
+  SnapshotInto one{ns, prefix, layers};
+  ReadSnapshotsInto({&one, 1});
+  for (const LayerInto& l : layers)
+    if (!l.status.ok()) return l.status;
+  return Status::Ok();
+}
+
+void TieredStore::ReadSnapshotsInto(std::span<SnapshotInto> snapshots) {
+  std::vector<SnapshotInto> here;
+  for (SnapshotInto& s : snapshots) {
+    if (auto pending = PendingOf(s.ns, s.prefix)) {
+      (void)CopyPendingLayers(*pending, s.layers);
+    } else {
+      here.push_back(s);
+    }
+  }
+  local_->ReadSnapshotsInto(here);
+  // A snapshot every layer of which is NotFound may be missing here (or
+  // lack every layer asked for): the local manifests say which, one batch
+  // per namespace; the missing ones are the pool's to answer.
+  std::map<NamespaceId, std::vector<SnapshotInto*>> missed;
+  for (SnapshotInto& s : here)
+    if (AllNotFound(s.layers)) missed[s.ns].push_back(&s);
+  for (auto& [ns, candidates] : missed) {
+    std::vector<Prefix> prefixes;
+    for (const SnapshotInto* s : candidates) prefixes.push_back(s->prefix);
+    auto local = local_->GetManifests(ns, prefixes);
+    // NotFound: a namespace this directory has not registered.
+    if (!local.ok() && !local.status().IsNotFound()) continue;
+    std::vector<SnapshotInto*> absent;
+    for (size_t i = 0; i < candidates.size(); ++i)
+      if (!local.ok() || !(*local)[i]) absent.push_back(candidates[i]);
+    if (!absent.empty()) ReadFromPool(ns, absent);
+  }
+}
+
+void TieredStore::ReadFromPool(NamespaceId ns, std::span<SnapshotInto* const> snapshots) {
+  std::vector<Prefix> prefixes;
+  for (const SnapshotInto* s : snapshots) prefixes.push_back(s->prefix);
+  auto records = tier_->ReadRecords(ns, prefixes);
+  if (!records.ok()) {
+    for (SnapshotInto* s : snapshots) FailFrom(s->layers, 0, records.status());
+    return;
+  }
+  // Where each record's wanted layers go; a layer's own error (not in the
+  // snapshot, a destination too small) is set here and that layer skipped.
+  std::vector<const SharedRecord*> asked;
+  std::vector<SnapshotInto*> asked_for;
+  std::vector<std::vector<SharedTier::LayerDst>> wanted;
+  std::vector<std::vector<size_t>> wanted_at;  // into the snapshot's layers
+  for (size_t k = 0; k < snapshots.size(); ++k) {
+    if (!(*records)[k]) continue;  // not in the pool either: the local NotFound stands
+    const SharedRecord& r = *(*records)[k];
+    SnapshotInto& s = *snapshots[k];
+    if (NamespaceFingerprint(r.spec) != r.ns) {
+      FailFrom(
+          s.layers, 0,
+          Status::Corruption("RADOS pool '" + tier_->pool() + "': snapshot " + r.prefix.ToHex() +
+                             "'s namespace spec does not fingerprint to its namespace id"));
+      continue;
+    }
+    std::vector<SharedTier::LayerDst> to;
+    std::vector<size_t> at;
+    for (size_t i = 0; i < s.layers.size(); ++i) {
+      Store::LayerInto& l = s.layers[i];
+      l.bytes = 0;
+      const std::optional<size_t> index = IndexOf(r.manifest, l.layer);
+      if (!index) {
+        l.status = Status::NotFound("layer " + std::to_string(l.layer) +
+                                    " is not in the snapshot of prefix " + r.prefix.ToHex());
+        continue;
+      }
+      const uint64_t bytes = r.manifest.layers[*index].bytes;
+      if (l.dst.size() < bytes) {
+        l.status =
+            Status::OutOfRange("layer " + std::to_string(l.layer) + " of prefix " +
+                               r.prefix.ToHex() + " is " + std::to_string(bytes) +
+                               " bytes; the destination holds " + std::to_string(l.dst.size()));
+        continue;
+      }
+      to.push_back({*index, l.dst});
+      at.push_back(i);
+    }
+    if (to.empty()) continue;
+    asked.push_back(&r);
+    asked_for.push_back(&s);
+    wanted.push_back(std::move(to));
+    wanted_at.push_back(std::move(at));
+  }
+  std::vector<SharedTier::LayersRead> outcome(asked.size());
+  const std::vector<Status> leased =
+      ReadUnderLeases(ns, asked, [&](std::span<const size_t> which, SharedTier::OnDamage on) {
+        std::vector<const SharedRecord*> these;
+        std::vector<std::vector<SharedTier::LayerDst>> their;
+        for (size_t j : which) {
+          these.push_back(asked[j]);
+          their.push_back(wanted[j]);
+        }
+        auto read = tier_->ReadLayersInto(these, their, on);
+        std::vector<Status> status;
+        for (size_t i = 0; i < which.size(); ++i) {
+          status.push_back(read[i].status);
+          outcome[which[i]] = std::move(read[i]);
+        }
+        return status;
+      });
+  for (size_t j = 0; j < asked.size(); ++j) {
+    if (!leased[j].ok()) outcome[j] = {leased[j], 0};
+    const SharedRecord& r = *asked[j];
+    SnapshotInto& s = *asked_for[j];
+    const size_t read = outcome[j].status.ok() ? wanted[j].size() : outcome[j].failed_at;
+    for (size_t w = 0; w < read; ++w) {
+      Store::LayerInto& l = s.layers[wanted_at[j][w]];
+      l.status = Status::Ok();
+      l.bytes = r.manifest.layers[wanted[j][w].index].bytes;
+    }
+    if (!outcome[j].status.ok()) {
+      FailFrom(s.layers, wanted_at[j][outcome[j].failed_at], outcome[j].status);
+      continue;
+    }
+    // Read whole: its local copy, from the bytes just checked, when the copy
+    // queue has room. A read into memory does not wait for the local disk:
+    // the bytes are where the caller wants them, and the pool keeps them.
+    if (options_.read_only) continue;
+    std::vector<const SharedTier::LayerDst*> from(r.manifest.layers.size(), nullptr);
+    for (const SharedTier::LayerDst& d : wanted[j]) from[d.index] = &d;
+    if (std::find(from.begin(), from.end(), nullptr) != from.end()) continue;
+    uint64_t whole = 0;
+    for (const LayerEntry& e : r.manifest.layers) whole += e.bytes;
+    if (!FillRoomFor(whole)) continue;
+    std::vector<LayerBuffer> copy;
+    for (size_t li = 0; li < from.size(); ++li) {
+      const uint64_t bytes = r.manifest.layers[li].bytes;
+      copy.push_back({std::make_unique_for_overwrite<uint8_t[]>(bytes), bytes});
+      if (bytes > 0) std::memcpy(copy.back().data.get(), from[li]->dst.data(), bytes);
+    }
+    FillBehind(r, std::move(copy), /*wait=*/false);
+  }
+}
+
+}  // namespace auxstore::shared
