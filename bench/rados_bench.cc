@@ -70,7 +70,9 @@ struct RunFigures {
   double store_into = -1, store_into_settled = -1, store_batch_settled = -1;
   // CPU per MiB: the `rados bench seq` process; this process restoring.
   double seq_cpu_ms_per_mib = 0, store_into_cpu = -1, store_batch_cpu = -1;
-  double pool_each = -1, pool_all = -1;  // straight from the pool: a ReadLayersInto each; one call
+  // Options::shared_local_copies off: a lookup and a read each; a batch
+  // lookup and one ReadSnapshotsInto. Copies on, no lookup: one call.
+  double uncopied_each = -1, uncopied_batch = -1, pool_all = -1;
 };
 
 // What one `rados bench` run printed: "Bandwidth (MB/sec):" (MiB/s; -1 when
@@ -212,7 +214,8 @@ bool RunOnce(const Options& o, const RadosUri& uri, int run, RunFigures& f) {
   f.store_batch_cpu = store->batch_cpu_ms_per_mib;
   f.store_into = store->restore_into_mib_s;
   f.store_into_settled = store->restore_into_settled_mib_s;
-  f.pool_each = store->pool_into_each_mib_s;
+  f.uncopied_each = store->uncopied_each_mib_s;
+  f.uncopied_batch = store->uncopied_batch_mib_s;
   f.pool_all = store->pool_into_all_mib_s;
 #endif
   return true;
@@ -233,7 +236,7 @@ int Main(const Options& o) {
       static_cast<double>(o.count) * o.size / kMiB);
   std::vector<double> bw, bs, put, read, put_ratio, read_ratio, into, into_ratio, raw;
   std::vector<double> sput, sput_ratio, srestore, srestore_ratio, sbatch, sbatch_ratio;
-  std::vector<double> sinto, sinto_ratio, spool_each, spool_all;
+  std::vector<double> sinto, sinto_ratio, suncopied_each, suncopied_batch, spool_all;
   for (int r = 0; r < o.runs; ++r) {
     RunFigures f;
     if (!RunOnce(o, *uri, r, f)) return 1;
@@ -262,10 +265,14 @@ int Main(const Options& o) {
           "written: batched %.2f, a LongestPrefix and a ReadLayersInto each %.2f\n",
           r + 1, f.seq_cpu_ms_per_mib, f.store_batch_cpu, f.store_into_cpu);
       std::printf(
-          "run %d, straight from the pool, no lookup: a ReadLayersInto each %.1f (%.2fx bench "
-          "seq), one ReadSnapshotsInto %.1f (%.2fx) MiB/s\n",
-          r + 1, f.pool_each, f.pool_each / f.bench_seq, f.pool_all, f.pool_all / f.bench_seq);
-      spool_each.push_back(f.pool_each / f.bench_seq);
+          "run %d, no local copies (shared_local_copies off): a LongestPrefix and a "
+          "ReadLayersInto each %.1f (%.2fx bench seq), a CountLeadingStored and one "
+          "ReadSnapshotsInto %.1f (%.2fx); copies on, one ReadSnapshotsInto with no lookup "
+          "%.1f (%.2fx) MiB/s\n",
+          r + 1, f.uncopied_each, f.uncopied_each / f.bench_seq, f.uncopied_batch,
+          f.uncopied_batch / f.bench_seq, f.pool_all, f.pool_all / f.bench_seq);
+      suncopied_each.push_back(f.uncopied_each / f.bench_seq);
+      suncopied_batch.push_back(f.uncopied_batch / f.bench_seq);
       spool_all.push_back(f.pool_all / f.bench_seq);
       sinto.push_back(f.store_into), sinto_ratio.push_back(f.store_into / f.bench_seq);
       sput.push_back(f.store_put), sput_ratio.push_back(f.store_put / f.bench_write);
@@ -297,8 +304,9 @@ int Main(const Options& o) {
     show("batched / bench seq", sbatch_ratio, "");
     show("store restore into memory", sinto, "MiB/s");
     show("into memory / bench seq", sinto_ratio, "");
-    show("pool, each / bench seq", spool_each, "");
-    show("pool, one call / seq", spool_all, "");
+    show("no copies, each / seq", suncopied_each, "");
+    show("no copies, batch / seq", suncopied_batch, "");
+    show("one call, no lookup / seq", spool_all, "");
   }
   return 0;
 }

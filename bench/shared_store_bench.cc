@@ -8,9 +8,12 @@
 // pages in groups of snapshots, the local copies written behind) and a
 // ReadLayersInto of each into the caller's memory, and by a fourth a
 // LongestPrefix and a ReadLayersInto each (the bytes come from the checked
-// pages while the local copy is written behind); and straight from the
-// pool with no lookup before, by a fifth a ReadLayersInto each and by a
-// sixth one ReadSnapshotsInto of all.
+// pages while the local copy is written behind); with
+// Options::shared_local_copies off, by a fifth a LongestPrefix and a
+// ReadLayersInto each and by a sixth a CountLeadingStored and one
+// ReadSnapshotsInto of all (the lookups answer from the pool's records, the
+// reads go straight from the pool into memory); and by a seventh, copies
+// on, one ReadSnapshotsInto of all with no lookup before.
 #include "bench/shared_store_bench.h"
 
 #include <algorithm>
@@ -34,9 +37,11 @@ NamespaceSpec BenchSpec() {
   return s;
 }
 
-Result<std::unique_ptr<Store>> OpenShared(const std::string& dir, const std::string& uri) {
+Result<std::unique_ptr<Store>> OpenShared(const std::string& dir, const std::string& uri,
+                                          bool local_copies = true) {
   Options o;
   o.shared = uri;
+  o.shared_local_copies = local_copies;
   o.shared_write = SharedWrite::kThrough;
   o.background_maintenance = false;
   return Store::Open(o, dir);
@@ -162,37 +167,70 @@ Result<StoreFigures> RunStoreLevel(const rados::RadosUri& uri, const std::string
     if (into != bytes) return Status::Corruption("a layer read into memory differs");
     AUXSTORE_RETURN_IF_ERROR(CheckLast(*d, ns, prefixes.back(), bytes));
   }
-  {
-    AUXSTORE_ASSIGN_OR_RETURN(auto e, OpenShared(local_dir + "/e", uri_string));
-    AUXSTORE_ASSIGN_OR_RETURN(NamespaceId ns, e->RegisterNamespace(BenchSpec()));
-    for (auto& layer : into) std::fill(layer.begin(), layer.end(), 1);
-    Stopwatch sw;
-    for (size_t s = 0; s < snapshots; ++s) {
-      AUXSTORE_RETURN_IF_ERROR(e->ReadLayersInto(ns, prefixes[s], wanted));
-    }
-    f.pool_into_each_mib_s = mib / sw.Seconds();
-    if (into != bytes) return Status::Corruption("a layer read from the pool differs");
-  }
-  {
-    AUXSTORE_ASSIGN_OR_RETURN(auto g, OpenShared(local_dir + "/f", uri_string));
-    AUXSTORE_ASSIGN_OR_RETURN(NamespaceId ns, g->RegisterNamespace(BenchSpec()));
-    // Every snapshot its own memory, touched before the clock starts.
-    std::vector<std::vector<uint8_t>> all(snapshots * layers, std::vector<uint8_t>(layer_bytes, 1));
-    std::vector<Store::LayerInto> to(snapshots * layers);
-    std::vector<Store::SnapshotInto> snaps;
+  // Every snapshot its own memory, touched before the clock starts, for
+  // one ReadSnapshotsInto of all.
+  std::vector<std::vector<uint8_t>> all(snapshots * layers, std::vector<uint8_t>(layer_bytes, 1));
+  std::vector<Store::LayerInto> to(snapshots * layers);
+  std::vector<Store::SnapshotInto> snaps;
+  const auto read_all = [&](Store& store, NamespaceId ns) -> Status {
+    snaps.clear();
     for (size_t s = 0; s < snapshots; ++s) {
       for (size_t l = 0; l < layers; ++l)
         to[s * layers + l] = {static_cast<uint32_t>(l), all[s * layers + l]};
       snaps.push_back({ns, prefixes[s], std::span(to).subspan(s * layers, layers)});
     }
-    Stopwatch sw;
-    g->ReadSnapshotsInto(snaps);
-    f.pool_into_all_mib_s = mib / sw.Seconds();
+    store.ReadSnapshotsInto(snaps);
+    return Status::Ok();
+  };
+  const auto check_all = [&]() -> Status {
     for (const Store::LayerInto& l : to) AUXSTORE_RETURN_IF_ERROR(l.status);
     for (size_t l = 0; l < layers; ++l) {
       if (all[(snapshots - 1) * layers + l] != bytes[l])
         return Status::Corruption("a layer of ReadSnapshotsInto differs");
     }
+    for (auto& layer : all) std::fill(layer.begin(), layer.end(), 1);
+    return Status::Ok();
+  };
+  {
+    // Options::shared_local_copies off: the lookups answer from the pool's
+    // records, the reads go straight from the pool into memory.
+    AUXSTORE_ASSIGN_OR_RETURN(auto e, OpenShared(local_dir + "/e", uri_string, false));
+    AUXSTORE_ASSIGN_OR_RETURN(NamespaceId ns, e->RegisterNamespace(BenchSpec()));
+    for (auto& layer : into) std::fill(layer.begin(), layer.end(), 1);
+    Stopwatch sw;
+    for (size_t s = 0; s < snapshots; ++s) {
+      AUXSTORE_ASSIGN_OR_RETURN(auto found, e->LongestPrefix(ns, std::span(&prefixes[s], 1)));
+      if (!found || *found != 0) {
+        return Status::NotFound("the store without copies did not find snapshot " +
+                                std::to_string(s));
+      }
+      AUXSTORE_RETURN_IF_ERROR(e->ReadLayersInto(ns, prefixes[s], wanted));
+    }
+    f.uncopied_each_mib_s = mib / sw.Seconds();
+    if (into != bytes) return Status::Corruption("a layer read from the pool differs");
+  }
+  {
+    AUXSTORE_ASSIGN_OR_RETURN(auto g, OpenShared(local_dir + "/f", uri_string, false));
+    AUXSTORE_ASSIGN_OR_RETURN(NamespaceId ns, g->RegisterNamespace(BenchSpec()));
+    Stopwatch sw;
+    AUXSTORE_ASSIGN_OR_RETURN(size_t leading, g->CountLeadingStored(ns, prefixes));
+    if (leading != snapshots) {
+      return Status::NotFound("the store without copies found " + std::to_string(leading) + " of " +
+                              std::to_string(snapshots) + " snapshots");
+    }
+    AUXSTORE_RETURN_IF_ERROR(read_all(*g, ns));
+    f.uncopied_batch_mib_s = mib / sw.Seconds();
+    AUXSTORE_RETURN_IF_ERROR(check_all());
+  }
+  {
+    // Local copies on, no lookup before: the copies of what the queue has
+    // room for written behind.
+    AUXSTORE_ASSIGN_OR_RETURN(auto h, OpenShared(local_dir + "/g", uri_string));
+    AUXSTORE_ASSIGN_OR_RETURN(NamespaceId ns, h->RegisterNamespace(BenchSpec()));
+    Stopwatch sw;
+    AUXSTORE_RETURN_IF_ERROR(read_all(*h, ns));
+    f.pool_into_all_mib_s = mib / sw.Seconds();
+    AUXSTORE_RETURN_IF_ERROR(check_all());
   }
   fs::remove_all(local_dir);
   EmptyNamespace(uri);

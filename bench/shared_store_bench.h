@@ -28,10 +28,13 @@ struct StoreFigures {
   // ReadLayersInto each.
   double batch_cpu_ms_per_mib = 0;
   double into_cpu_ms_per_mib = 0;
-  // Straight from the pool, no lookup before (a process reading what
-  // another looked up): a ReadLayersInto of each on an empty store, and one
-  // ReadSnapshotsInto of all of them (each its own memory) on another.
-  double pool_into_each_mib_s = 0;
+  // Options::shared_local_copies off, on empty stores: a LongestPrefix and
+  // a ReadLayersInto each; a CountLeadingStored and one ReadSnapshotsInto of
+  // all of them (each its own memory). Straight from the pool into memory.
+  double uncopied_each_mib_s = 0;
+  double uncopied_batch_mib_s = 0;
+  // Local copies on, no lookup before (a process reading what another
+  // looked up): one ReadSnapshotsInto of all of them.
   double pool_into_all_mib_s = 0;
 };
 
@@ -40,10 +43,11 @@ struct StoreFigures {
 // each cold through a store in local_dir/b (a LongestPrefix each), then all
 // of them through a store in local_dir/c (one CountLeadingStored: a batch,
 // then a ReadLayersInto of each), then each into memory through a store
-// in local_dir/d (a LongestPrefix and a ReadLayersInto each), then
-// straight from the pool through local_dir/e (a ReadLayersInto each) and
-// local_dir/f (one ReadSnapshotsInto); checks the last one byte for byte
-// (every snapshot's, for the ReadSnapshotsInto).
+// in local_dir/d (a LongestPrefix and a ReadLayersInto each), then with no
+// local copies through local_dir/e (the same) and local_dir/f (a
+// CountLeadingStored and one ReadSnapshotsInto), then with copies and no
+// lookup through local_dir/g (one ReadSnapshotsInto); checks the last one
+// byte for byte.
 // Empties local_dir and the URI's namespace before and after.
 Result<StoreFigures> RunStoreLevel(const rados::RadosUri& uri, const std::string& local_dir,
                                    size_t snapshots, size_t layers, size_t layer_bytes, int run);

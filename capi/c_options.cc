@@ -128,6 +128,13 @@ int auxstore_options_set_shared(auxstore_options_t* o, const char* uri, int writ
   });
 }
 
+int auxstore_options_set_shared_local_copies(auxstore_options_t* o, int local_copies,
+                                             char** errmsg) {
+  return Setter(__func__, o, errmsg, [&](auxstore::Options& opt) {
+    return Boolean(local_copies, "local_copies", &opt.shared_local_copies);
+  });
+}
+
 int auxstore_options_set_log_callback(auxstore_options_t* options, auxstore_log_fn fn, void* arg,
                                       int min_level, char** errmsg) {
   return Setter(__func__, options, errmsg, [&](auxstore::Options& o) -> Status {

@@ -158,6 +158,16 @@ int auxstore_options_set_read_lanes(auxstore_options_t* options, uint32_t lanes,
 enum { AUXSTORE_SHARED_THROUGH = 0, AUXSTORE_SHARED_BEHIND = 1 };
 int auxstore_options_set_shared(auxstore_options_t* options, const char* uri, int write_mode,
                                 uint64_t queue_bytes, int shed_when_full, char** errmsg);
+/* Whether what the store reads from the shared pool is also written into its
+ * local directory, behind the call, so that the next read of it is local (C++
+ * Options::shared_local_copies): 1 (the default) or 0. With 0 the lookups
+ * auxstore_longest_prefix and auxstore_count_leading_stored answer from the
+ * pool's records and the reads of snapshots only the pool holds go straight
+ * from the pool into the caller's memory each time; calls that work on a
+ * local copy (manifests, layer readers and the restore pipeline, row reads,
+ * leases) still write one. */
+int auxstore_options_set_shared_local_copies(auxstore_options_t* options, int local_copies,
+                                             char** errmsg); /* 0 or 1 */
 
 /* Log records: auxstore's own warnings and RocksDB's info log, delivered to
  * `fn` instead of any log file. `level` and `min_level` are AUXSTORE_LOG_*;

@@ -110,6 +110,20 @@ struct Options {
   // counts the snapshot in StoreStats::shared_shed (true).
   uint64_t shared_queue_bytes = 256ull << 20;
   bool shared_shed_when_full = false;
+  // Whether what this store reads from the pool is also written into its
+  // local directory (behind the call, as a put of the same snapshot), so
+  // that the next read of it is local. false: nothing read from the pool is
+  // kept by the calls that do not need it: LongestPrefix and
+  // CountLeadingStored answer from the pool's records, no page read;
+  // ReadLayerInto, ReadLayersInto, ReadSnapshotsInto, GetLayer and
+  // ReadLayer read the pool's pages, checked, each time (the reads into
+  // memory straight into the caller's buffers: one copy). The calls that
+  // work on a local copy still write one: GetManifest(s), OpenLayer (and so
+  // the restore pipeline), ReadLayerRows, AcquireLease, FindLongestPrefix,
+  // LongestPrefixForTokens and LookupAndLease. For a process whose local
+  // disk is not worth the copies (a worker reading what another process
+  // looked up, a node with no disk to spare).
+  bool shared_local_copies = true;
 };
 
 // One layer of a snapshot to write.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <map>
 #include <random>
 #include <set>
@@ -319,7 +320,17 @@ std::vector<SharedTier::LayersRead> SharedTier::ReadLayersInto(
 bool SharedTier::DigestMatches(const SharedRecord& r, const LayerDst& layer) {
   const LayerEntry& entry = r.manifest.layers[layer.index];
   LayerHasher hasher(r.manifest, entry);
-  hasher.Update(layer.dst.first(entry.bytes));
+  if (layer.copy.empty()) {
+    hasher.Update(layer.dst.first(entry.bytes));
+  } else {
+    // One pass over the bytes: each step hashed, then copied while in cache.
+    constexpr uint64_t kStep = 64 << 10;
+    for (uint64_t at = 0; at < entry.bytes; at += kStep) {
+      const uint64_t n = std::min(kStep, entry.bytes - at);
+      hasher.Update(layer.dst.subspan(at, n));
+      std::memcpy(layer.copy.data() + at, layer.dst.data() + at, n);
+    }
+  }
   return hasher.Digest() == entry.xxh3;
 }
 

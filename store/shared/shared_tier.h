@@ -91,10 +91,13 @@ class SharedTier {
       std::span<const SharedRecord* const> records, OnDamage on_damage);
 
   // Layer `index` of a record's manifest.layers, read into `dst` (at least
-  // the layer's size; its first bytes are written).
+  // the layer's size; its first bytes are written) and, when `copy` is not
+  // empty (the layer's size), copied there too in the pass that checks its
+  // digest.
   struct LayerDst {
     size_t index = 0;
     std::span<uint8_t> dst;
+    std::span<uint8_t> copy;
   };
   // How a record's read went: OK, or the error met at wanted[failed_at]
   // (the layers before it were read and checked).
@@ -160,7 +163,8 @@ class SharedTier {
   LayersRead CheckRead(Session& ss, const SharedRecord& r, std::span<const LayerDst> wanted,
                        std::span<const rados::PageKey> keys, std::span<const Status> read,
                        std::span<const std::optional<bool>> digests, OnDamage on_damage);
-  // Whether a layer's bytes in its destination match its digest.
+  // Whether a layer's bytes in its destination match its digest (copied
+  // to layer.copy on the way).
   static bool DigestMatches(const SharedRecord& r, const LayerDst& layer);
 
   rados::RadosUri uri_;

@@ -178,7 +178,8 @@ Status TieredStore::RestoreFromPool(NamespaceId ns, std::span<const Prefix> pref
   return first_error;
 }
 
-Result<TieredStore::Restored> TieredStore::RestoreIfMissing(NamespaceId ns, const Prefix& prefix) {
+Result<TieredStore::Restored> TieredStore::RestoreIfMissing(NamespaceId ns, const Prefix& prefix,
+                                                            bool need_local) {
   const Prefix one[] = {prefix};
   // NotFound: a namespace this directory has not registered (the pool's
   // record carries its spec, and the restore registers it).
@@ -193,14 +194,16 @@ Result<TieredStore::Restored> TieredStore::RestoreIfMissing(NamespaceId ns, cons
   // The local copy is a cache of the pool's: when it cannot be written the
   // bytes just read and checked still answer (a read-only store never
   // tries; it cannot write).
-  Status filled = options_.read_only
-                      ? Status::Unavailable("the store is open read-only: no local copy written")
-                      : Fill(*records[0], *fetched);
+  const bool copy = options_.shared_local_copies || need_local;
+  Status filled =
+      options_.read_only ? Status::Unavailable("the store is open read-only: no local copy written")
+      : !copy ? Status::Unavailable("Options::shared_local_copies is off: no local copy written")
+              : Fill(*records[0], *fetched);
   if (filled.ok()) {
     AUXSTORE_ASSIGN_OR_RETURN(auto now, Local().GetManifests(ns, one));
     return Restored{now[0].has_value(), nullptr, Status::Ok()};
   }
-  if (!options_.read_only) WarnNotFilled(*records[0], filled);
+  if (!options_.read_only && copy) WarnNotFilled(*records[0], filled);
   auto unfilled = std::make_shared<PendingFill>();
   unfilled->record = std::move(*records[0]);
   unfilled->layers = std::move(fetched).value();
@@ -208,11 +211,11 @@ Result<TieredStore::Restored> TieredStore::RestoreIfMissing(NamespaceId ns, cons
 }
 
 template <typename F, typename G>
-auto TieredStore::ReadThrough(NamespaceId ns, const Prefix& prefix, F&& read, G&& unfilled)
-    -> decltype(read()) {
+auto TieredStore::ReadThrough(NamespaceId ns, const Prefix& prefix, F&& read, G&& unfilled,
+                              bool need_local) -> decltype(read()) {
   auto r = read();
   if (r.ok() || r.status().code() != StatusCode::kNotFound) return r;
-  auto restored = RestoreIfMissing(ns, prefix);
+  auto restored = RestoreIfMissing(ns, prefix, need_local);
   if (!restored.ok()) return restored.status();
   if (restored->unfilled) return unfilled(*restored);
   return restored->local ? read() : r;
@@ -220,10 +223,13 @@ auto TieredStore::ReadThrough(NamespaceId ns, const Prefix& prefix, F&& read, G&
 
 template <typename F>
 auto TieredStore::ReadThrough(NamespaceId ns, const Prefix& prefix, F&& read) -> decltype(read()) {
-  return ReadThrough(ns, prefix, read, [&](const Restored& got) -> decltype(read()) {
-    return got.why.WithContext("snapshot " + prefix.ToHex() + " of RADOS pool '" + tier_->pool() +
-                               "' has no local copy, and none was written");
-  });
+  return ReadThrough(
+      ns, prefix, read,
+      [&](const Restored& got) -> decltype(read()) {
+        return got.why.WithContext("snapshot " + prefix.ToHex() + " of RADOS pool '" +
+                                   tier_->pool() + "' has no local copy, and none was written");
+      },
+      /*need_local=*/true);
 }
 
 Status TieredStore::TakePoolLease(NamespaceId ns, const Prefix& prefix, uint64_t lease_ms) {
@@ -274,11 +280,25 @@ Status TieredStore::ReleaseLease(LeaseId lease) {
 
 Result<std::optional<size_t>> TieredStore::LongestPrefix(NamespaceId ns,
                                                          std::span<const Prefix> candidates) {
+  return LongestPrefixOf(ns, candidates, options_.shared_local_copies);
+}
+
+Result<std::optional<size_t>> TieredStore::LongestPrefixOf(NamespaceId ns,
+                                                           std::span<const Prefix> candidates,
+                                                           bool restore) {
   // The local store as it is, and the restores still being written into it.
   AUXSTORE_ASSIGN_OR_RETURN(auto local, local_->LongestPrefix(ns, candidates));
   if (auto pending = LongestPending(ns, candidates, local ? *local + 1 : 0)) local = pending;
   const size_t from = local ? *local + 1 : 0;
   if (from >= candidates.size()) return local;
+  if (!restore) {
+    // The pool's records alone: the longest it holds.
+    auto records = tier_->ReadRecords(ns, candidates.subspan(from));
+    if (!records.ok()) return local ? Result<std::optional<size_t>>(local) : records.status();
+    for (size_t i = records->size(); i-- > 0;)
+      if ((*records)[i]) return std::optional<size_t>(from + i);
+    return local;
+  }
   std::optional<size_t> restored;
   Status st = RestoreFromPool(ns, candidates, from, Want::kLongest, &restored);
   // The pool unreachable: the local answer when there is one.
@@ -288,7 +308,7 @@ Result<std::optional<size_t>> TieredStore::LongestPrefix(NamespaceId ns,
 
 Result<std::optional<Store::PrefixMatch>> TieredStore::FindLongestPrefix(
     NamespaceId ns, std::span<const Prefix> candidates, const LookupOptions& options) {
-  AUXSTORE_ASSIGN_OR_RETURN(auto found, LongestPrefix(ns, candidates));
+  AUXSTORE_ASSIGN_OR_RETURN(auto found, LongestPrefixOf(ns, candidates, /*restore=*/true));
   if (!found) return std::optional<PrefixMatch>();
   AUXSTORE_ASSIGN_OR_RETURN(auto match, Local().FindLongestPrefix(ns, candidates, options));
   if (match && match->lease != 0) {
@@ -302,7 +322,7 @@ Result<std::optional<Store::TokenMatch>> TieredStore::LongestPrefixForTokens(
     const LookupOptions& options) {
   const auto candidates = PrefixHashes(tokens, block_size, salt);
   if (!candidates.empty()) {
-    auto found = LongestPrefix(ns, candidates);
+    auto found = LongestPrefixOf(ns, candidates, /*restore=*/true);
     if (!found.ok()) return found.status();
   }
   AUXSTORE_ASSIGN_OR_RETURN(auto match,
@@ -335,9 +355,31 @@ Result<size_t> TieredStore::CountLeadingHere(NamespaceId ns, std::span<const Pre
 }
 
 Result<size_t> TieredStore::CountLeadingStored(NamespaceId ns, std::span<const Prefix> prefixes) {
+  return CountLeadingOf(ns, prefixes, options_.shared_local_copies);
+}
+
+Result<size_t> TieredStore::CountLeadingOf(NamespaceId ns, std::span<const Prefix> prefixes,
+                                           bool restore) {
   // The local store as it is, and the restores still being written into it.
   AUXSTORE_ASSIGN_OR_RETURN(size_t here, CountLeadingHere(ns, prefixes));
   if (here >= prefixes.size()) return here;
+  if (!restore) {
+    // The pool's records alone: the run goes on while the pool or the local
+    // store holds the next one.
+    auto records = tier_->ReadRecords(ns, prefixes.subspan(here));
+    if (!records.ok()) return here > 0 ? Result<size_t>(here) : records.status();
+    size_t n = here;
+    while (n < prefixes.size()) {
+      if ((*records)[n - here]) {
+        ++n;
+        continue;
+      }
+      AUXSTORE_ASSIGN_OR_RETURN(size_t more, CountLeadingHere(ns, prefixes.subspan(n)));
+      if (more == 0) break;
+      n += more;
+    }
+    return n;
+  }
   std::optional<size_t> run_end;
   Status st = RestoreFromPool(ns, prefixes, here, Want::kLeading, &run_end);
   // A run restored before the pool failed still counts: its bytes are here.
@@ -350,7 +392,7 @@ Result<size_t> TieredStore::CountLeadingStored(NamespaceId ns, std::span<const P
 Result<Store::BatchLeases> TieredStore::LookupAndLease(NamespaceId ns,
                                                        std::span<const Prefix> prefixes,
                                                        uint64_t lease_ms) {
-  auto leading = CountLeadingStored(ns, prefixes);
+  auto leading = CountLeadingOf(ns, prefixes, /*restore=*/true);
   if (!leading.ok()) return leading.status();
   AUXSTORE_ASSIGN_OR_RETURN(auto leases, Local().LookupAndLease(ns, prefixes, lease_ms));
   for (size_t i = 0; i < leases.leases.size(); ++i)
@@ -418,6 +460,13 @@ Result<std::unique_ptr<LayerReader>> TieredStore::OpenLayer(NamespaceId ns, cons
 Result<uint64_t> TieredStore::ReadLayerInto(NamespaceId ns, const Prefix& prefix, uint32_t layer,
                                             std::span<uint8_t> dst) {
   if (auto pending = PendingOf(ns, prefix)) return CopyPending(*pending, layer, dst);
+  if (!options_.shared_local_copies) {  // straight from the pool when only it holds the snapshot
+    LayerInto one{layer, dst};
+    SnapshotInto snapshot{ns, prefix, {&one, 1}};
+    ReadSnapshotsInto({&snapshot, 1});
+    if (!one.status.ok()) return one.status;
+    return one.bytes;
+  }
   return ReadThrough(
       ns, prefix, [&] { return local_->ReadLayerInto(ns, prefix, layer, dst); },
       [&](const Restored& got) { return CopyPending(*got.unfilled, layer, dst); });

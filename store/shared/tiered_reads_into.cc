@@ -6,10 +6,11 @@
 // snapshots in one round, their leases beside the page reads, the pages of
 // all of them in one window, each page checked against its key and each
 // layer against its digest in the caller's memory: one copy, out of
-// librados's buffers. A snapshot read whole is then copied once more into
-// the buffers its local copy is written from, behind (FillBehind).
+// librados's buffers. A snapshot read whole is copied once more, in the
+// pass that checks each layer's digest, into the buffers its local copy is
+// written from, behind (FillBehind), unless Options::shared_local_copies is
+// off.
 #include <algorithm>
-#include <cstring>
 #include <map>
 #include <optional>
 #include <string>
@@ -92,7 +93,8 @@ void TieredStore::ReadFromPool(NamespaceId ns, std::span<SnapshotInto* const> sn
   std::vector<const SharedRecord*> asked;
   std::vector<SnapshotInto*> asked_for;
   std::vector<std::vector<SharedTier::LayerDst>> wanted;
-  std::vector<std::vector<size_t>> wanted_at;  // into the snapshot's layers
+  std::vector<std::vector<size_t>> wanted_at;    // into the snapshot's layers
+  std::vector<std::vector<LayerBuffer>> copies;  // for local copies; empty: none
   for (size_t k = 0; k < snapshots.size(); ++k) {
     if (!(*records)[k]) continue;  // not in the pool either: the local NotFound stands
     const SharedRecord& r = *(*records)[k];
@@ -127,6 +129,25 @@ void TieredStore::ReadFromPool(NamespaceId ns, std::span<SnapshotInto* const> sn
       at.push_back(i);
     }
     if (to.empty()) continue;
+    // Asked for whole (every layer): copied for its local copy in the pass
+    // that checks each layer, when the copy queue has room. A read into
+    // memory does not wait for the local disk: the bytes are where the
+    // caller wants them, and the pool keeps them.
+    std::vector<SharedTier::LayerDst*> first(r.manifest.layers.size(), nullptr);
+    for (SharedTier::LayerDst& d : to)
+      if (!first[d.index]) first[d.index] = &d;
+    uint64_t whole = 0;
+    for (const LayerEntry& e : r.manifest.layers) whole += e.bytes;
+    std::vector<LayerBuffer> copy;
+    if (options_.shared_local_copies && !options_.read_only &&
+        std::find(first.begin(), first.end(), nullptr) == first.end() && FillRoomFor(whole)) {
+      for (size_t li = 0; li < first.size(); ++li) {
+        const uint64_t bytes = r.manifest.layers[li].bytes;
+        copy.push_back({std::make_unique_for_overwrite<uint8_t[]>(bytes), bytes});
+        first[li]->copy = {copy.back().data.get(), bytes};
+      }
+    }
+    copies.push_back(std::move(copy));
     asked.push_back(&r);
     asked_for.push_back(&s);
     wanted.push_back(std::move(to));
@@ -163,23 +184,7 @@ void TieredStore::ReadFromPool(NamespaceId ns, std::span<SnapshotInto* const> sn
       FailFrom(s.layers, wanted_at[j][outcome[j].failed_at], outcome[j].status);
       continue;
     }
-    // Read whole: its local copy, from the bytes just checked, when the copy
-    // queue has room. A read into memory does not wait for the local disk:
-    // the bytes are where the caller wants them, and the pool keeps them.
-    if (options_.read_only) continue;
-    std::vector<const SharedTier::LayerDst*> from(r.manifest.layers.size(), nullptr);
-    for (const SharedTier::LayerDst& d : wanted[j]) from[d.index] = &d;
-    if (std::find(from.begin(), from.end(), nullptr) != from.end()) continue;
-    uint64_t whole = 0;
-    for (const LayerEntry& e : r.manifest.layers) whole += e.bytes;
-    if (!FillRoomFor(whole)) continue;
-    std::vector<LayerBuffer> copy;
-    for (size_t li = 0; li < from.size(); ++li) {
-      const uint64_t bytes = r.manifest.layers[li].bytes;
-      copy.push_back({std::make_unique_for_overwrite<uint8_t[]>(bytes), bytes});
-      if (bytes > 0) std::memcpy(copy.back().data.get(), from[li]->dst.data(), bytes);
-    }
-    FillBehind(r, std::move(copy), /*wait=*/false);
+    if (!copies[j].empty()) FillBehind(r, std::move(copies[j]), /*wait=*/false);
   }
 }
 

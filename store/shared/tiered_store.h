@@ -179,25 +179,33 @@ class TieredStore final : public Store {
   // kAll every fill is done when the call returns.
   Status RestoreFromPool(NamespaceId ns, std::span<const Prefix> prefixes, size_t from, Want want,
                          std::optional<size_t>* restored = nullptr);
+  // The lookups, restoring what the pool holds (`restore`; what the calls
+  // that lease or read the local store after them need) or answering from
+  // the pool's records alone (Options::shared_local_copies off).
+  Result<std::optional<size_t>> LongestPrefixOf(NamespaceId ns, std::span<const Prefix> candidates,
+                                                bool restore);
+  Result<size_t> CountLeadingOf(NamespaceId ns, std::span<const Prefix> prefixes, bool restore);
   // The warning of a restored snapshot whose local copy was not written.
   void WarnNotFilled(const SharedRecord& r, const Status& why);
   // What RestoreIfMissing did. `local`: the snapshot is in the local store
   // now. `unfilled`: the pool's snapshot, read and checked, whose local copy
-  // could not be written (a full disk, a store that stopped writing, a
-  // read-only store: `why`); the byte reads serve it from memory.
+  // was not written (a full disk, a store that stopped writing, a read-only
+  // store, Options::shared_local_copies off: `why`); the byte reads serve
+  // it from memory.
   struct Restored {
     bool local = false;
     std::shared_ptr<const PendingFill> unfilled;
     Status why;
   };
-  // Restores (ns, prefix) when the local store lacks it.
-  Result<Restored> RestoreIfMissing(NamespaceId ns, const Prefix& prefix);
+  // Restores (ns, prefix) when the local store lacks it: its local copy
+  // written when Options::shared_local_copies or `need_local` says so.
+  Result<Restored> RestoreIfMissing(NamespaceId ns, const Prefix& prefix, bool need_local);
   // Runs `read`; when it is NotFound and the pool restores the snapshot,
-  // again, or `unfilled(restored)` when the pool's snapshot could not be
-  // written locally.
+  // again, or `unfilled(restored)` when the pool's snapshot was not written
+  // locally (a byte read, unless `need_local`).
   template <typename F, typename G>
-  auto ReadThrough(NamespaceId ns, const Prefix& prefix, F&& read, G&& unfilled)
-      -> decltype(read());
+  auto ReadThrough(NamespaceId ns, const Prefix& prefix, F&& read, G&& unfilled,
+                   bool need_local = false) -> decltype(read());
   // ReadThrough whose read needs the local copy: when it cannot be written,
   // the reason.
   template <typename F>

@@ -138,6 +138,10 @@ static void test_options(void) {
       auxstore_options_set_shared(o, "rados://p?conf=/c", AUXSTORE_SHARED_THROUGH, 1, 2, &err),
       AUXSTORE_INVALID_ARGUMENT, "shed_when_full is 2");
   CHECK_OK(auxstore_options_set_shared(o, NULL, AUXSTORE_SHARED_THROUGH, 1, 0, &err)); /* none */
+  CHECK_ERR(auxstore_options_set_shared_local_copies(o, 2, &err), AUXSTORE_INVALID_ARGUMENT,
+            "local_copies is 2, must be 0 or 1");
+  CHECK_OK(auxstore_options_set_shared_local_copies(o, 0, &err));
+  CHECK_OK(auxstore_options_set_shared_local_copies(o, 1, &err));
   CHECK_ERR(auxstore_options_set_ttl_seconds(NULL, 1, &err), AUXSTORE_INVALID_ARGUMENT,
             "options is NULL");
   CHECK_ERR(auxstore_options_set_capacity_bytes(NULL, 1, &err), AUXSTORE_INVALID_ARGUMENT,

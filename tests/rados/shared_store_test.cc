@@ -446,6 +446,66 @@ TEST_F(SharedStoreTest, AReadIntoMemoryStraightFromThePoolQuarantinesASnapshotWi
   EXPECT_FALSE(PageObjects().contains(opaque)) << "the damaged page object is still in the pool";
 }
 
+// Options::shared_local_copies off: the lookups answer from the pool's
+// records and every byte read comes from the pool, checked, nothing written
+// locally; a call that works on a local copy still writes one.
+TEST_F(SharedStoreTest, WithoutLocalCopiesLookupsAnswerFromThePoolAndReadsGoStraightToIt) {
+  const Conversation conv(64);
+  NamespaceId ns = 0;
+  auto a = OpenWithChain(conv, tmp_.Sub("a"), &ns);
+  ASSERT_TRUE(a);
+  const auto chain = conv.Chain(384);  // 6 blocks: 128, 256 and 384 tokens stored
+  Options o;
+  o.shared = uri_;
+  o.background_maintenance = false;
+  o.shared_local_copies = false;
+  {
+    auto opened = Store::Open(o, tmp_.Sub("b"));
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    Store& b = **opened;
+    auto found = b.LongestPrefix(ns, chain);
+    ASSERT_TRUE(found.ok()) << found.status().ToString();
+    EXPECT_EQ(*found, std::optional<size_t>(chain.size() - 1));
+    const std::vector<Prefix> stored{conv.PrefixOf(128), conv.PrefixOf(256), conv.PrefixOf(384),
+                                     Conversation(65).PrefixOf(128)};
+    auto leading = b.CountLeadingStored(ns, stored);
+    ASSERT_TRUE(leading.ok()) << leading.status().ToString();
+    EXPECT_EQ(*leading, 3u);
+    // Every read twice: each time from the pool.
+    for (int round = 0; round < 2; ++round) {
+      const auto blobs = conv.Blobs(384);
+      std::vector<std::vector<uint8_t>> got(blobs.size());
+      std::vector<Store::LayerInto> into;
+      for (uint32_t l = 0; l < blobs.size(); ++l) {
+        got[l].assign(blobs[l].size(), 0);
+        into.push_back({l, got[l]});
+      }
+      const Status st = b.ReadLayersInto(ns, conv.PrefixOf(384), into);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      for (uint32_t l = 0; l < blobs.size(); ++l) EXPECT_TRUE(got[l] == blobs[l]) << l;
+      std::vector<uint8_t> one(blobs[1].size());
+      auto copied = b.ReadLayerInto(ns, conv.PrefixOf(384), 1, one);
+      EXPECT_TRUE(copied.ok() && *copied == blobs[1].size() && one == blobs[1])
+          << copied.status().ToString();
+      EXPECT_TRUE(conv.Check(b, ns, 256).ok());  // GetLayer of each layer
+      EXPECT_EQ(b.Stats().shared_restores, 0u) << "round " << round;
+    }
+    // Reading a snapshot's manifest needs a local copy: it is written.
+    auto m = b.GetManifest(ns, conv.PrefixOf(128));
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_EQ(m->token_count, 128u);
+    EXPECT_EQ(b.Stats().shared_restores, 1u);
+  }
+  auto local = Store::Open(Options{}, tmp_.Sub("b"));
+  ASSERT_TRUE(local.ok()) << local.status().ToString();
+  const std::vector<Prefix> all{conv.PrefixOf(128), conv.PrefixOf(256), conv.PrefixOf(384)};
+  auto here = (*local)->GetManifests(ns, all);
+  ASSERT_TRUE(here.ok()) << here.status().ToString();
+  EXPECT_TRUE((*here)[0]) << "the copy GetManifest needed";
+  EXPECT_FALSE((*here)[1]) << "read without local copies, and copied";
+  EXPECT_FALSE((*here)[2]) << "read without local copies, and copied";
+}
+
 TEST_F(SharedStoreTest, BatchedRestoresFillWhatTheyFetchAndEndTheLeadingRunAtADamagedSnapshot) {
   // A batch fetches snapshot i + 1 from the pool while it writes snapshot i
   // into the local store: whatever a later fetch meets, every snapshot

@@ -136,7 +136,7 @@ class Store : public Handle<auxstore_t> {
   Store(py::object path, uint64_t capacity_bytes, uint64_t ttl_seconds, py::object chunk_bytes,
         py::object durability, bool read_only, bool create_if_missing, py::object log,
         int log_level, const std::string& shared = "", const std::string& shared_write = "through",
-        uint32_t read_lanes = 0);
+        uint32_t read_lanes = 0, bool shared_local_copies = true);
   ~Store();
 
   void Close();  // GIL held (Python's close)

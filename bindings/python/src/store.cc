@@ -55,7 +55,7 @@ int ToDurability(py::handle d) {
 Store::Store(py::object path, uint64_t capacity_bytes, uint64_t ttl_seconds, py::object chunk_bytes,
              py::object durability, bool read_only, bool create_if_missing, py::object log,
              int log_level, const std::string& shared, const std::string& shared_write,
-             uint32_t read_lanes)
+             uint32_t read_lanes, bool shared_local_copies)
     : Handle("store") {
   ForbidInLogCallback();
   py::object fs = py::module_::import("os").attr("fsdecode")(path);
@@ -88,6 +88,9 @@ Store::Store(py::object path, uint64_t capacity_bytes, uint64_t ttl_seconds, py:
       return auxstore_options_set_shared(o.get(), shared.c_str(), mode, 256ull << 20, 0, e);
     });
   }
+  Check([&](char** e) {
+    return auxstore_options_set_shared_local_copies(o.get(), shared_local_copies ? 1 : 0, e);
+  });
   if (!log.is_none()) {
     if (!PyCallable_Check(log.ptr())) {
       if (!py::hasattr(log, "log")) {

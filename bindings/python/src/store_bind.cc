@@ -81,12 +81,12 @@ void RegisterStore(py::module_& m) {
                        py::object chunk_bytes, py::object durability, bool read_only,
                        bool create_if_missing, py::object log, IntArg log_level,
                        const std::string& shared, const std::string& shared_write,
-                       IntArg read_lanes) {
+                       IntArg read_lanes, bool shared_local_copies) {
              return std::make_shared<Store>(
                  std::move(path), ToU64(capacity_bytes, "capacity_bytes"),
                  ToU64(ttl_seconds, "ttl_seconds"), std::move(chunk_bytes), std::move(durability),
                  read_only, create_if_missing, std::move(log), ToInt(log_level.obj, "log_level"),
-                 shared, shared_write, ToU32(read_lanes.obj, "read_lanes"));
+                 shared, shared_write, ToU32(read_lanes.obj, "read_lanes"), shared_local_copies);
            }),
            py::arg("path"), py::kw_only(), py::arg("capacity_bytes") = 0,
            py::arg("ttl_seconds") = 0, py::arg("chunk_bytes") = py::none(),
@@ -94,6 +94,7 @@ void RegisterStore(py::module_& m) {
            py::arg("create_if_missing") = true, py::arg("log") = py::none(),
            py::arg("log_level") = static_cast<int>(AUXSTORE_LOG_WARN), py::arg("shared") = "",
            py::arg("shared_write") = "through", py::arg("read_lanes") = 0,
+           py::arg("shared_local_copies") = true,
            "Opens (creating when allowed) the store at `path`. `log`: a callable "
            "(level, source, message) or a logging.Logger receiving auxstore's and RocksDB's "
            "log records at `log_level` and above, from any thread. `shared`: a "
@@ -102,7 +103,9 @@ void RegisterStore(py::module_& m) {
            "returns once the pool has it) or 'behind' (once committed locally, uploaded "
            "behind). `read_lanes`: threads copying one read's layers at once (when the layers "
            "besides the largest hold a MiB or more; 0 = one per two cores, 2 to 8; 1 = in "
-           "turn; at most 64).")
+           "turn; at most 64). `shared_local_copies`: whether what is read from the pool is also "
+           "written into the local directory, behind the call (False: lookups answer from the "
+           "pool's records, reads go straight from the pool into memory each time).")
       .def("close", &Store::Close, "Closes the store (its pipelines first). Idempotent.")
       .def_property_readonly("closed", &Store::closed,
                              "True once closed (close(), a `with` block, or its parent closed).")

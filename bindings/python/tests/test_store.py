@@ -330,3 +330,9 @@ def test_shared_tier_uri_is_checked_before_the_directory_is_touched(tmp_path):
     with pytest.raises(ValueError, match="shared_write 'sideways'"):
         auxstore.Store(str(path), shared="rados://auxstore?conf=/x", shared_write="sideways")
     assert not path.exists()
+    with pytest.raises(TypeError):
+        auxstore.Store(str(path), shared_local_copies="no")
+    assert not path.exists()
+    # Without a pool the option changes nothing.
+    with auxstore.Store(str(path), shared_local_copies=False) as s:
+        assert s.stats().snapshots == 0

@@ -648,6 +648,8 @@ c_api! {
     /// the largest hold a mebibyte or more: 0 (the default) = one per two cores, 2 to 8; 1 = one
     /// layer after another; at most 64.
     pub fn auxstore_options_set_read_lanes(options: *mut auxstore_options_t, lanes: u32, errmsg: *mut *mut c_char) -> c_int;
+    /// Whether reads from the shared pool also write local copies (1, the default) or not (0).
+    pub fn auxstore_options_set_shared_local_copies(options: *mut auxstore_options_t, local_copies: c_int, errmsg: *mut *mut c_char) -> c_int;
     /// [`AUXSTORE_SYNC`] (every put a synced commit) or [`AUXSTORE_ASYNC`] (durable at
     /// [`auxstore_flush`]).
     pub fn auxstore_options_set_durability(options: *mut auxstore_options_t, durability: c_int, errmsg: *mut *mut c_char) -> c_int;

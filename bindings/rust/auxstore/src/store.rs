@@ -175,6 +175,24 @@ impl Options {
         Ok(self)
     }
 
+    /// Whether what the store reads from the shared pool is also written
+    /// into its local directory, behind the call (true, the default). With
+    /// false the lookups answer from the pool's records and reads of
+    /// snapshots only the pool holds go straight from the pool into memory
+    /// each time; calls that work on a local copy (manifests, layer readers
+    /// and the restore pipeline, row reads, leases) still write one.
+    pub fn shared_local_copies(&mut self, local_copies: bool) -> Result<&mut Self> {
+        // SAFETY: a live handle (self) and pointers to values that outlive the call.
+        check(|e| unsafe {
+            sys::auxstore_options_set_shared_local_copies(
+                self.raw.as_ptr(),
+                local_copies as c_int,
+                e,
+            )
+        })?;
+        Ok(self)
+    }
+
     /// Delivers auxstore's warnings and RocksDB's info log (`level >=
     /// min_level`) to `f(level, source, message)` instead of any log file;
     /// `source` is "auxstore" or "rocksdb". `f` may run on any auxstore or

@@ -25,6 +25,8 @@ fn options_and_log_callback() {
         .unwrap()
         .read_lanes(3)
         .unwrap()
+        .shared_local_copies(false)
+        .unwrap()
         .log_callback(LogLevel::Debug, move |lvl, src, msg| sink.lock().unwrap().push((lvl, src.into(), msg.into())))
         .unwrap();
     let err = Options::new().read_lanes(65).err().expect("65 read lanes are refused");
