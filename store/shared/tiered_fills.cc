@@ -15,9 +15,9 @@
 
 namespace auxstore::shared {
 
-bool TieredStore::FillRoomFor(uint64_t bytes) {
+uint64_t TieredStore::FillRoom() {
   std::lock_guard lock(pending_mu_);
-  return pending_bytes_ + bytes <= kMaxPendingFillBytes || pending_.empty();
+  return pending_bytes_ >= kMaxPendingFillBytes ? 0 : kMaxPendingFillBytes - pending_bytes_;
 }
 
 void TieredStore::FillBehind(const SharedRecord& r, std::vector<LayerBuffer> layers, bool wait) {

@@ -95,6 +95,7 @@ void TieredStore::ReadFromPool(NamespaceId ns, std::span<SnapshotInto* const> sn
   std::vector<std::vector<SharedTier::LayerDst>> wanted;
   std::vector<std::vector<size_t>> wanted_at;    // into the snapshot's layers
   std::vector<std::vector<LayerBuffer>> copies;  // for local copies; empty: none
+  uint64_t room = FillRoom();                    // copies made only of what will be queued
   for (size_t k = 0; k < snapshots.size(); ++k) {
     if (!(*records)[k]) continue;  // not in the pool either: the local NotFound stands
     const SharedRecord& r = *(*records)[k];
@@ -140,7 +141,9 @@ void TieredStore::ReadFromPool(NamespaceId ns, std::span<SnapshotInto* const> sn
     for (const LayerEntry& e : r.manifest.layers) whole += e.bytes;
     std::vector<LayerBuffer> copy;
     if (options_.shared_local_copies && !options_.read_only &&
-        std::find(first.begin(), first.end(), nullptr) == first.end() && FillRoomFor(whole)) {
+        std::find(first.begin(), first.end(), nullptr) == first.end() &&
+        (whole <= room || room == kMaxPendingFillBytes)) {  // one larger than the bound: alone
+      room = whole < room ? room - whole : 0;
       for (size_t li = 0; li < first.size(); ++li) {
         const uint64_t bytes = r.manifest.layers[li].bytes;
         copy.push_back({std::make_unique_for_overwrite<uint8_t[]>(bytes), bytes});

@@ -14,6 +14,12 @@
 //     writes the local copy behind (tiered_fills.cc): until it is written,
 //     ReadLayerInto, ReadLayersInto and GetLayer copy from the checked
 //     layers, and every other call waits for the fills before it (Local());
+//   - ReadLayersInto and ReadSnapshotsInto of snapshots only the pool holds
+//     read their pages straight into the caller's memory, checked there
+//     (tiered_reads_into.cc), a snapshot read whole copied behind;
+//   - with Options::shared_local_copies off, the lookups answer from the
+//     pool's records and the byte reads come from the pool each time; only
+//     the calls that work on a local copy write one;
 //   - Erase removes the pool's record too (Busy while another node's lease
 //     holds it); leases a lookup takes are also taken in the pool;
 //   - List visits the local snapshots and the pool's, merged in key order
@@ -146,8 +152,8 @@ class TieredStore final : public Store {
   // kMaxPendingFillBytes are queued; with `wait` false, writing none then)
   // and serves its layers until written.
   void FillBehind(const SharedRecord& r, std::vector<LayerBuffer> layers, bool wait = true);
-  // Whether a copy of `bytes` would be queued now without waiting.
-  bool FillRoomFor(uint64_t bytes);
+  // The bytes of copies that would be queued now without waiting.
+  uint64_t FillRoom();
   // The local store, once every fill queued before this call is written:
   // what every call but the byte reads goes through.
   Store& Local();
