@@ -11,8 +11,10 @@
 // written from, behind (FillBehind), unless Options::shared_local_copies is
 // off.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "store/shared/tiered_store.h"
@@ -32,6 +34,50 @@ std::optional<size_t> IndexOf(const Manifest& m, uint32_t layer) {
   for (size_t i = 0; i < m.layers.size(); ++i)
     if (m.layers[i].layer == layer) return i;
   return std::nullopt;
+}
+
+// The layers (of snapshots[k], whose record is records[k]) whose bytes
+// would land where another's do. Their pages are read in one window and
+// each layer's digest is checked in its destination, so an overlap would
+// be taken for damage and quarantine a sound snapshot in the pool: they
+// are refused instead. (The local store checks what it copies, not the
+// destination: there an overlap is only the caller's loss.)
+std::set<const Store::LayerInto*> Overlapping(
+    const std::vector<std::optional<SharedRecord>>& records,
+    std::span<Store::SnapshotInto* const> snapshots) {
+  struct Range {
+    const uint8_t* begin;
+    const uint8_t* end;
+    const Store::LayerInto* layer;
+  };
+  std::vector<Range> ranges;
+  for (size_t k = 0; k < snapshots.size(); ++k) {
+    if (!records[k]) continue;
+    for (const Store::LayerInto& l : snapshots[k]->layers) {
+      const std::optional<size_t> index = IndexOf(records[k]->manifest, l.layer);
+      if (!index) continue;
+      const uint64_t bytes = records[k]->manifest.layers[*index].bytes;
+      if (bytes == 0 || l.dst.size() < bytes) continue;
+      ranges.push_back({l.dst.data(), l.dst.data() + bytes, &l});
+    }
+  }
+  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) {
+    return std::less<const uint8_t*>()(a.begin, b.begin);
+  });
+  std::set<const Store::LayerInto*> out;
+  const uint8_t* reach = nullptr;  // the furthest end so far
+  const Store::LayerInto* reacher = nullptr;
+  for (const Range& r : ranges) {
+    if (reacher && std::less<const uint8_t*>()(r.begin, reach)) {
+      out.insert(r.layer);
+      out.insert(reacher);
+    }
+    if (!reacher || std::less<const uint8_t*>()(reach, r.end)) {
+      reach = r.end;
+      reacher = r.layer;
+    }
+  }
+  return out;
 }
 
 bool AllNotFound(std::span<const Store::LayerInto> layers) {
@@ -96,6 +142,7 @@ void TieredStore::ReadFromPool(NamespaceId ns, std::span<SnapshotInto* const> sn
   std::vector<std::vector<size_t>> wanted_at;    // into the snapshot's layers
   std::vector<std::vector<LayerBuffer>> copies;  // for local copies; empty: none
   uint64_t room = FillRoom();                    // copies made only of what will be queued
+  const std::set<const Store::LayerInto*> overlapping = Overlapping(*records, snapshots);
   for (size_t k = 0; k < snapshots.size(); ++k) {
     if (!(*records)[k]) continue;  // not in the pool either: the local NotFound stands
     const SharedRecord& r = *(*records)[k];
@@ -124,6 +171,12 @@ void TieredStore::ReadFromPool(NamespaceId ns, std::span<SnapshotInto* const> sn
             Status::OutOfRange("layer " + std::to_string(l.layer) + " of prefix " +
                                r.prefix.ToHex() + " is " + std::to_string(bytes) +
                                " bytes; the destination holds " + std::to_string(l.dst.size()));
+        continue;
+      }
+      if (overlapping.contains(&l)) {
+        l.status = Status::InvalidArgument(
+            "layer " + std::to_string(l.layer) + " of prefix " + r.prefix.ToHex() +
+            ": its destination overlaps another layer's in the same read");
         continue;
       }
       to.push_back({*index, l.dst});

@@ -446,6 +446,40 @@ TEST_F(SharedStoreTest, AReadIntoMemoryStraightFromThePoolQuarantinesASnapshotWi
   EXPECT_FALSE(PageObjects().contains(opaque)) << "the damaged page object is still in the pool";
 }
 
+// Layers read from the pool into memory that overlaps are refused, each
+// with InvalidArgument, before anything is read: their digests are checked
+// in the caller's memory, and one layer's pages landing in another's would
+// be taken for damage and quarantine a sound snapshot for every node.
+TEST_F(SharedStoreTest, AReadFromThePoolIntoOverlappingMemoryIsRefusedAndQuarantinesNothing) {
+  const Conversation conv(66);
+  NamespaceId ns = 0;
+  auto a = OpenWithChain(conv, tmp_.Sub("a"), &ns);
+  ASSERT_TRUE(a);
+  const auto blobs = conv.Blobs(384);
+  auto b = OpenRegistered(conv, tmp_.Sub("b"), &ns);
+  ASSERT_TRUE(b);
+  std::vector<uint8_t> shared(blobs[0].size() + blobs[1].size());
+  std::vector<uint8_t> own(blobs[2].size());
+  std::vector<Store::LayerInto> into{
+      {0, shared}, {1, std::span(shared).subspan(blobs[0].size() - 1)}, {2, own}};
+  const Status st = b->ReadLayersInto(ns, conv.PrefixOf(384), into);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
+  EXPECT_EQ(into[0].status.code(), StatusCode::kInvalidArgument) << into[0].status.ToString();
+  EXPECT_EQ(into[1].status.code(), StatusCode::kInvalidArgument) << into[1].status.ToString();
+  ASSERT_TRUE(into[2].status.ok()) << into[2].status.ToString();
+  EXPECT_TRUE(own == blobs[2]);
+  const StoreStats stats = b->Stats();
+  EXPECT_EQ(stats.shared_corruptions, 0u);
+  EXPECT_EQ(stats.shared_restores, 0u) << "read in part: no local copy";
+  EXPECT_EQ(Objects("manifest."), 3u) << "a snapshot was quarantined";
+  // Side by side, the same layers read whole.
+  std::vector<std::vector<uint8_t>> whole{std::vector<uint8_t>(blobs[0].size()),
+                                          std::vector<uint8_t>(blobs[1].size())};
+  std::vector<Store::LayerInto> apart{{0, whole[0]}, {1, whole[1]}};
+  ASSERT_TRUE(b->ReadLayersInto(ns, conv.PrefixOf(384), apart).ok());
+  EXPECT_TRUE(whole[0] == blobs[0] && whole[1] == blobs[1]);
+}
+
 // Options::shared_local_copies off: the lookups answer from the pool's
 // records and every byte read comes from the pool, checked, nothing written
 // locally; a call that works on a local copy still writes one.
