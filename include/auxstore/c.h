@@ -164,7 +164,7 @@ int auxstore_options_set_shared(auxstore_options_t* options, const char* uri, in
  * auxstore_longest_prefix and auxstore_count_leading_stored answer from the
  * pool's records and the reads of snapshots only the pool holds go straight
  * from the pool into the caller's memory each time; calls that work on a
- * local copy (manifests, layer readers and the restore pipeline, row reads,
+ * local copy (manifests and so the restore pipeline, row reads,
  * leases) still write one. */
 int auxstore_options_set_shared_local_copies(auxstore_options_t* options, int local_copies,
                                              char** errmsg); /* 0 or 1 */

@@ -118,9 +118,10 @@ struct Options {
   // ReadLayerInto, ReadLayersInto, ReadSnapshotsInto, GetLayer and
   // ReadLayer read the pool's pages, checked, each time (the reads into
   // memory straight into the caller's buffers: one copy). The calls that
-  // work on a local copy still write one: GetManifest(s), OpenLayer (and so
-  // the restore pipeline), ReadLayerRows, AcquireLease, FindLongestPrefix,
-  // LongestPrefixForTokens and LookupAndLease. For a process whose local
+  // work on a local copy still write one: GetManifest(s) (and so the
+  // restore pipeline, which opens its layers after it), ReadLayerRows,
+  // AcquireLease, FindLongestPrefix, LongestPrefixForTokens and
+  // LookupAndLease. For a process whose local
   // disk is not worth the copies (a worker reading what another process
   // looked up, a node with no disk to spare).
   bool shared_local_copies = true;

@@ -258,6 +258,26 @@ std::vector<Result<std::vector<LayerBuffer>>> SharedTier::ReadLayersOfEach(
 std::vector<SharedTier::LayersRead> SharedTier::ReadLayersInto(
     std::span<const SharedRecord* const> records, std::span<const std::vector<LayerDst>> wanted,
     OnDamage on_damage) {
+  // A destination that cannot hold its layer (or a copy not its size) is
+  // that record's InvalidArgument, and nothing of it is read.
+  std::vector<std::optional<LayersRead>> refused(records.size());
+  std::vector<std::span<const LayerDst>> use(records.size());
+  for (size_t k = 0; k < records.size(); ++k) {
+    use[k] = wanted[k];
+    for (size_t w = 0; w < wanted[k].size(); ++w) {
+      const LayerDst& d = wanted[k][w];
+      const bool known = d.index < records[k]->layers.size();
+      const uint64_t bytes = known ? records[k]->manifest.layers[d.index].bytes : 0;
+      if (!known || d.dst.size() < bytes || !(d.copy.empty() || d.copy.size() == bytes)) {
+        refused[k] = LayersRead{
+            Status::InvalidArgument("a destination of snapshot " + records[k]->prefix.ToHex() +
+                                    " does not fit its layer"),
+            w};
+        use[k] = {};
+        break;
+      }
+    }
+  }
   auto session = Current();
   if (!session.ok()) return std::vector<LayersRead>(records.size(), {session.status(), 0});
   Session& ss = **session;
@@ -269,7 +289,7 @@ std::vector<SharedTier::LayersRead> SharedTier::ReadLayersInto(
   std::vector<size_t> first;
   for (size_t k = 0; k < records.size(); ++k) {
     first.push_back(keys.size());
-    for (const LayerDst& w : wanted[k]) {
+    for (const LayerDst& w : use[k]) {
       uint64_t at = 0;
       for (const auto& s : records[k]->layers[w.index].segments) {
         keys.push_back(s.key);
@@ -286,8 +306,8 @@ std::vector<SharedTier::LayersRead> SharedTier::ReadLayersInto(
   std::vector<std::pair<size_t, size_t>> layer_at;  // (k, w)
   for (size_t k = 0, page = 0; k < records.size(); ++k) {
     layer_first.push_back(layer_at.size());
-    for (size_t w = 0; w < wanted[k].size(); ++w) {
-      const size_t pages = records[k]->layers[wanted[k][w].index].segments.size();
+    for (size_t w = 0; w < use[k].size(); ++w) {
+      const size_t pages = records[k]->layers[use[k][w].index].segments.size();
       for (size_t i = 0; i < pages; ++i) layer_of[page++] = layer_at.size();
       waiting.push_back(pages);
       layer_at.push_back({k, w});
@@ -297,7 +317,7 @@ std::vector<SharedTier::LayersRead> SharedTier::ReadLayersInto(
   std::vector<std::optional<bool>> digests(layer_at.size());
   const auto digest = [&](size_t at) {
     const auto [k, w] = layer_at[at];
-    digests[at] = DigestMatches(*records[k], wanted[k][w]);
+    digests[at] = DigestMatches(*records[k], use[k][w]);
   };
   for (size_t at = 0; at < waiting.size(); ++at)
     if (waiting[at] == 0) digest(at);  // an empty layer
@@ -308,8 +328,12 @@ std::vector<SharedTier::LayersRead> SharedTier::ReadLayersInto(
   std::vector<LayersRead> out;
   for (size_t k = 0; k < records.size(); ++k) {
     const size_t n = first[k + 1] - first[k];
+    if (refused[k]) {
+      out.push_back(*refused[k]);
+      continue;
+    }
     out.push_back(
-        CheckRead(ss, *records[k], wanted[k], std::span(keys).subspan(first[k], n),
+        CheckRead(ss, *records[k], use[k], std::span(keys).subspan(first[k], n),
                   std::span(read).subspan(first[k], n),
                   std::span(digests).subspan(layer_first[k], layer_first[k + 1] - layer_first[k]),
                   on_damage));

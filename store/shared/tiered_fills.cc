@@ -50,6 +50,41 @@ void TieredStore::FillBehind(const SharedRecord& r, std::vector<LayerBuffer> lay
   });
 }
 
+void TieredStore::RestoreBehind(NamespaceId ns, const Prefix& prefix, const Manifest& manifest) {
+  uint64_t bytes = 0;
+  for (const LayerEntry& e : manifest.layers) bytes += e.bytes;
+  const FillKey key{ns, prefix};
+  {
+    std::lock_guard lock(pending_mu_);
+    if (pending_.contains(key) || restoring_.contains(key) ||
+        restoring_bytes_ + bytes > kMaxPendingFillBytes) {
+      return;
+    }
+    restoring_.insert(key);
+    restoring_bytes_ += bytes;
+  }
+  boost::asio::post(fill_thread_, [this, key, bytes] {
+    const auto& [ns, prefix] = key;
+    // The pool's record read again: the one the read used may have been
+    // replaced since, and its pages reclaimed.
+    const Prefix one[] = {prefix};
+    auto local = local_->GetManifests(ns, one);
+    if (!(local.ok() && (*local)[0]) && !PendingOf(ns, prefix)) {
+      auto records = tier_->ReadRecords(ns, one);
+      if (records.ok() && (*records)[0]) {
+        auto fetched = Fetch(*(*records)[0]);
+        if (fetched.ok()) {
+          const Status st = Fill(*(*records)[0], *fetched);
+          if (!st.ok()) WarnNotFilled(*(*records)[0], st);
+        }
+      }
+    }
+    std::lock_guard lock(pending_mu_);
+    restoring_.erase(key);
+    restoring_bytes_ -= bytes;
+  });
+}
+
 void TieredStore::WarnNotFilled(const SharedRecord& r, const Status& why) {
   const std::string message = "snapshot " + r.prefix.ToHex() + " restored from RADOS pool '" +
                               tier_->pool() + "' was not written locally: " + why.ToString();

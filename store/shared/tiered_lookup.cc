@@ -10,6 +10,15 @@
 #include "store/shared/tiered_store.h"
 
 namespace auxstore::shared {
+namespace {
+
+// A record a lookup from the records alone may answer with: one whose spec
+// fingerprints to its namespace (a restore refuses any other as damage).
+bool Usable(const std::optional<SharedRecord>& r) {
+  return r && NamespaceFingerprint(r->spec) == r->ns;
+}
+
+}  // namespace
 
 Result<std::vector<LayerBuffer>> TieredStore::Fetch(const SharedRecord& r) {
   const SharedRecord* one[] = {&r};
@@ -59,6 +68,7 @@ std::vector<Status> TieredStore::ReadUnderLeases(NamespaceId ns,
   // leases are taken on lease_thread_ beside the page reads, after every
   // release queued there before (one round trip less per restore), and
   // released behind, not waited for.
+  if (records.empty()) return {};
   std::vector<Prefix> prefixes;
   std::vector<size_t> all;
   for (const SharedRecord* r : records) {
@@ -296,7 +306,7 @@ Result<std::optional<size_t>> TieredStore::LongestPrefixOf(NamespaceId ns,
     auto records = tier_->ReadRecords(ns, candidates.subspan(from));
     if (!records.ok()) return local ? Result<std::optional<size_t>>(local) : records.status();
     for (size_t i = records->size(); i-- > 0;)
-      if ((*records)[i]) return std::optional<size_t>(from + i);
+      if (Usable((*records)[i])) return std::optional<size_t>(from + i);
     return local;
   }
   std::optional<size_t> restored;
@@ -370,7 +380,7 @@ Result<size_t> TieredStore::CountLeadingOf(NamespaceId ns, std::span<const Prefi
     if (!records.ok()) return here > 0 ? Result<size_t>(here) : records.status();
     size_t n = here;
     while (n < prefixes.size()) {
-      if ((*records)[n - here]) {
+      if (Usable((*records)[n - here])) {
         ++n;
         continue;
       }

@@ -113,6 +113,7 @@ void TieredStore::ReadSnapshotsInto(std::span<SnapshotInto> snapshots) {
   std::map<NamespaceId, std::vector<SnapshotInto*>> missed;
   for (SnapshotInto& s : here)
     if (AllNotFound(s.layers)) missed[s.ns].push_back(&s);
+  std::vector<SnapshotInto> again;  // written locally since they were read (a fill)
   for (auto& [ns, candidates] : missed) {
     std::vector<Prefix> prefixes;
     for (const SnapshotInto* s : candidates) prefixes.push_back(s->prefix);
@@ -120,10 +121,16 @@ void TieredStore::ReadSnapshotsInto(std::span<SnapshotInto> snapshots) {
     // NotFound: a namespace this directory has not registered.
     if (!local.ok() && !local.status().IsNotFound()) continue;
     std::vector<SnapshotInto*> absent;
-    for (size_t i = 0; i < candidates.size(); ++i)
-      if (!local.ok() || !(*local)[i]) absent.push_back(candidates[i]);
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (!local.ok() || !(*local)[i]) {
+        absent.push_back(candidates[i]);
+      } else {
+        again.push_back(*candidates[i]);
+      }
+    }
     if (!absent.empty()) ReadFromPool(ns, absent);
   }
+  if (!again.empty()) local_->ReadSnapshotsInto(again);
 }
 
 void TieredStore::ReadFromPool(NamespaceId ns, std::span<SnapshotInto* const> snapshots) {
@@ -209,6 +216,7 @@ void TieredStore::ReadFromPool(NamespaceId ns, std::span<SnapshotInto* const> sn
     wanted.push_back(std::move(to));
     wanted_at.push_back(std::move(at));
   }
+  if (asked.empty()) return;  // no lease to wait for
   std::vector<SharedTier::LayersRead> outcome(asked.size());
   const std::vector<Status> leased =
       ReadUnderLeases(ns, asked, [&](std::span<const size_t> which, SharedTier::OnDamage on) {
@@ -237,10 +245,19 @@ void TieredStore::ReadFromPool(NamespaceId ns, std::span<SnapshotInto* const> sn
       l.bytes = r.manifest.layers[wanted[j][w].index].bytes;
     }
     if (!outcome[j].status.ok()) {
-      FailFrom(s.layers, wanted_at[j][outcome[j].failed_at], outcome[j].status);
+      // As the local store's: the failing layer has its own error, the ones
+      // after it that error as not read.
+      const size_t failed = wanted_at[j][outcome[j].failed_at];
+      s.layers[failed].status = outcome[j].status;
+      s.layers[failed].bytes = 0;
+      FailFrom(s.layers, failed + 1, outcome[j].status);
       continue;
     }
-    if (!copies[j].empty()) FillBehind(r, std::move(copies[j]), /*wait=*/false);
+    if (!copies[j].empty()) {
+      FillBehind(r, std::move(copies[j]), /*wait=*/false);
+    } else if (options_.shared_local_copies && !options_.read_only) {
+      RestoreBehind(r.ns, r.prefix, r.manifest);  // read in part, or no room now
+    }
   }
 }
 

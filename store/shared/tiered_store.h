@@ -154,6 +154,13 @@ class TieredStore final : public Store {
   void FillBehind(const SharedRecord& r, std::vector<LayerBuffer> layers, bool wait = true);
   // The bytes of copies that would be queued now without waiting.
   uint64_t FillRoom();
+  // Queues on fill_thread_ the restore of (ns, prefix) from the pool into
+  // the local store (the record read again, the pages fetched, the copy
+  // written), unless it is local or queued already by then, or more than
+  // kMaxPendingFillBytes of such restores are queued: the local copy of a
+  // snapshot a read into memory took in part (or whole, with no room to
+  // copy it then). Reads the pool a second time; holds no bytes queued.
+  void RestoreBehind(NamespaceId ns, const Prefix& prefix, const Manifest& manifest);
   // The local store, once every fill queued before this call is written:
   // what every call but the byte reads goes through.
   Store& Local();
@@ -232,6 +239,8 @@ class TieredStore final : public Store {
   std::condition_variable pending_cv_;  // a fill written
   std::map<FillKey, std::shared_ptr<const PendingFill>> pending_;
   uint64_t pending_bytes_ = 0;
+  std::set<FillKey> restoring_;  // RestoreBehind's queued
+  uint64_t restoring_bytes_ = 0;
   std::atomic<uint64_t> fills_behind_{0};  // queued and not yet written
   std::mutex releasing_mu_;
   std::condition_variable releasing_cv_;  // a release behind done

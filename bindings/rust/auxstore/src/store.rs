@@ -179,8 +179,8 @@ impl Options {
     /// into its local directory, behind the call (true, the default). With
     /// false the lookups answer from the pool's records and reads of
     /// snapshots only the pool holds go straight from the pool into memory
-    /// each time; calls that work on a local copy (manifests, layer readers
-    /// and the restore pipeline, row reads, leases) still write one.
+    /// each time; calls that work on a local copy (manifests and so the
+    /// restore pipeline, row reads, leases) still write one.
     pub fn shared_local_copies(&mut self, local_copies: bool) -> Result<&mut Self> {
         // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe {
