@@ -63,6 +63,17 @@ class SharedStoreTest : public SharedPoolTest {
     return store;
   }
 
+  // A store in `dir` that put conv's snapshot of n tokens (namespace in
+  // *ns); null on a failure (reported).
+  std::unique_ptr<Store> OpenWithSnapshot(const Conversation& conv, const std::string& dir,
+                                          NamespaceId* ns, uint64_t n) {
+    auto store = OpenRegistered(conv, dir, ns);
+    if (!store) return nullptr;
+    const Status st = conv.Put(*store, *ns, n);
+    EXPECT_TRUE(st.ok()) << n << ": " << st.ToString();
+    return st.ok() ? std::move(store) : nullptr;
+  }
+
   // The pool's page objects, by name.
   std::set<std::string> PageObjects() {
     std::set<std::string> pages;
@@ -311,9 +322,8 @@ TEST_F(SharedStoreTest, EraseIsBusyWhileAnotherNodesLeaseHoldsTheSnapshot) {
 TEST_F(SharedStoreTest, ADamagedPageIsNeverReturnedAndItsSnapshotIsQuarantinedInThePool) {
   const Conversation conv(44);
   NamespaceId ns = 0;
-  auto a = OpenRegistered(conv, tmp_.Sub("a"), &ns);
+  auto a = OpenWithSnapshot(conv, tmp_.Sub("a"), &ns, 128);
   ASSERT_TRUE(a);
-  ASSERT_TRUE(conv.Put(*a, ns, 128).ok());
   ASSERT_EQ(Objects("manifest."), 1u);
   // A raw write over one page object, behind the store's back.
   const auto pages = PageObjects();
@@ -422,9 +432,8 @@ TEST_F(SharedStoreTest, AReadIntoMemoryOfSnapshotsOnlyThePoolHoldsReadsThemStrai
 TEST_F(SharedStoreTest, AReadIntoMemoryStraightFromThePoolQuarantinesASnapshotWithADamagedPage) {
   const Conversation conv(63);
   NamespaceId ns = 0;
-  auto a = OpenRegistered(conv, tmp_.Sub("a"), &ns);
+  auto a = OpenWithSnapshot(conv, tmp_.Sub("a"), &ns, 128);
   ASSERT_TRUE(a);
-  ASSERT_TRUE(conv.Put(*a, ns, 128).ok());
   const auto blobs = conv.Blobs(128);
   const std::string opaque = rados::PageKey::Of(blobs[2]).ObjectName();  // one page
   ASSERT_TRUE(PageObjects().contains(opaque));
@@ -568,9 +577,8 @@ TEST_F(SharedStoreTest, BatchedRestoresFillWhatTheyFetchAndEndTheLeadingRunAtADa
   // before it is filled whole, and the leading run ends where it should.
   const Conversation conv(77);
   NamespaceId ns = 0;
-  auto a = OpenRegistered(conv, tmp_.Sub("a"), &ns);
+  auto a = OpenWithSnapshot(conv, tmp_.Sub("a"), &ns, 128);
   ASSERT_TRUE(a);
-  ASSERT_TRUE(conv.Put(*a, ns, 128).ok());
   ASSERT_TRUE(conv.Put(*a, ns, 256).ok());
   const std::set<std::string> before = PageObjects();
   ASSERT_TRUE(conv.Put(*a, ns, 384).ok());
@@ -867,9 +875,8 @@ TEST_F(SharedStoreTest, AnEraseAndReclaimRacingARestoreAreNeverTakenForDamage) {
 TEST_F(SharedStoreTest, VerifyRepairAndCompactCoverThePool) {
   const Conversation conv(55);
   NamespaceId ns = 0;
-  auto a = OpenRegistered(conv, tmp_.Sub("a"), &ns);
+  auto a = OpenWithSnapshot(conv, tmp_.Sub("a"), &ns, 128);
   ASSERT_TRUE(a);
-  ASSERT_TRUE(conv.Put(*a, ns, 128).ok());
   auto clean = a->Verify();
   ASSERT_TRUE(clean.ok()) << clean.status().ToString();
   EXPECT_TRUE(clean->clean());
