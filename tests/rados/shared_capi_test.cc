@@ -1,0 +1,167 @@
+// The C ABI over a shared pool, as a connector uses it: one process puts
+// snapshots through auxstore_put_snapshot; another, with its own local
+// directory, reads them into its registered host memory with one host read
+// (multi-MiB layers cut into jobs, each read straight from the pool), every
+// byte exact. Once that store is closed its directory holds every snapshot:
+// the jobs read each in part, and each was restored behind them. Only the C
+// ABI is linked (auxstore::c), as an engine links it.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "auxstore/c.h"
+
+namespace {
+
+// OK, or the error's code and message (freed).
+testing::AssertionResult Ok(int rc, char*& err) {
+  if (rc == AUXSTORE_OK) return testing::AssertionSuccess();
+  testing::AssertionResult out = testing::AssertionFailure()
+                                 << "rc " << rc << ": " << (err ? err : "(no message)");
+  auxstore_free(err);
+  err = nullptr;
+  return out;
+}
+
+class SharedCapiTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+    const std::string unique = std::string(info->test_suite_name()) + "." + info->name() + "." +
+                               std::to_string(getpid()) + "." + std::to_string(time(nullptr));
+    uri_ = std::string("rados://auxstore?conf=") + AUXSTORE_CEPH_DIR +
+           "/ceph.conf&namespace=" + unique;
+    dir_ = std::filesystem::temp_directory_path() / ("auxstore-" + unique);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // A store at dir_/name, on the pool when `shared`; null on a failure.
+  auxstore_t* Open(const std::string& name, bool shared) {
+    auxstore_options_t* o = auxstore_options_create();
+    char* err = nullptr;
+    if (shared) {
+      EXPECT_TRUE(Ok(auxstore_options_set_shared(o, uri_.c_str(), AUXSTORE_SHARED_THROUGH,
+                                                 256u << 20, 0, &err),
+                     err));
+    }
+    auxstore_t* db = nullptr;
+    EXPECT_TRUE(Ok(auxstore_open((dir_ / name).c_str(), o, &db, &err), err));
+    auxstore_options_destroy(o);
+    return db;
+  }
+
+  std::string uri_;
+  std::filesystem::path dir_;
+};
+
+constexpr uint32_t kSnapshots = 3;
+constexpr uint32_t kLayers = 3;
+
+size_t LayerBytes(uint32_t s, uint32_t l) {
+  const size_t sizes[kLayers] = {(3u << 20) + 17, (3u << 19) + 5 * s, 4096 + s};
+  return sizes[l];
+}
+uint8_t ByteOf(uint32_t s, uint32_t l, size_t b) {
+  return static_cast<uint8_t>(s * 131 + l * 17 + b * 7 + (b >> 9));
+}
+void PrefixOf(uint32_t s, uint8_t out[16]) {
+  for (int b = 0; b < 16; ++b) out[b] = static_cast<uint8_t>(s * 41 + b * 3 + 1);
+}
+
+// One host read of every layer of every snapshot into one registered
+// buffer; OK when every target reads back exact.
+testing::AssertionResult ReadAll(auxstore_t* db, uint64_t ns) {
+  size_t total = 0;
+  for (uint32_t s = 0; s < kSnapshots; ++s)
+    for (uint32_t l = 0; l < kLayers; ++l) total += LayerBytes(s, l);
+  std::vector<uint8_t> host(total, 0xEE);
+  char* err = nullptr;
+  auxstore_host_buffer_t* buffer = nullptr;
+  if (auto r = Ok(auxstore_register_host_buffer(db, host.data(), host.size(), &buffer, &err), err);
+      !r) {
+    return r << " (register)";
+  }
+  std::vector<auxstore_host_read_target_t> targets;
+  size_t offset = 0;
+  for (uint32_t s = 0; s < kSnapshots; ++s) {
+    for (uint32_t l = 0; l < kLayers; ++l) {
+      auxstore_host_read_target_t t{};
+      t.ns = ns;
+      PrefixOf(s, t.prefix);
+      t.layer = l;
+      t.buffer = buffer;
+      t.offset = offset;
+      t.capacity = LayerBytes(s, l);
+      targets.push_back(t);
+      offset += t.capacity;
+    }
+  }
+  auxstore_host_read_t* read = nullptr;
+  testing::AssertionResult out = testing::AssertionSuccess();
+  if (auto r = Ok(auxstore_host_read_start(db, targets.data(), targets.size(), &read, &err), err);
+      !r) {
+    out = r << " (start)";
+  } else {
+    if (auto w = Ok(auxstore_host_read_wait(read, &err), err); !w) out = w << " (wait)";
+    auxstore_host_read_release(read);
+  }
+  (void)auxstore_unregister_host_buffer(buffer, &err);
+  auxstore_free(err);
+  if (!out) return out;
+  offset = 0;
+  for (uint32_t s = 0; s < kSnapshots; ++s) {
+    for (uint32_t l = 0; l < kLayers; ++l) {
+      for (size_t b = 0; b < LayerBytes(s, l); ++b) {
+        if (host[offset + b] != ByteOf(s, l, b)) {
+          return testing::AssertionFailure()
+                 << "snapshot " << s << ", layer " << l << ": byte " << b << " differs";
+        }
+      }
+      offset += LayerBytes(s, l);
+    }
+  }
+  return testing::AssertionSuccess();
+}
+
+TEST_F(SharedCapiTest, HostReadsOfAnotherProcessesSnapshotsComeFromThePoolAndAreCopiedLocally) {
+  const auxstore_geometry_t opaque_only = {0, 0, 0, 0, 0.0f, 0.0f, 0, 0};
+  char* err = nullptr;
+  uint64_t ns = 0;
+  auxstore_t* a = Open("a", /*shared=*/true);
+  ASSERT_NE(a, nullptr);
+  ASSERT_TRUE(Ok(auxstore_register_namespace(a, "shared-capi", &opaque_only, &ns, &err), err));
+  for (uint32_t s = 0; s < kSnapshots; ++s) {
+    std::vector<std::vector<uint8_t>> bytes(kLayers);
+    std::vector<auxstore_layer_t> layers;
+    for (uint32_t l = 0; l < kLayers; ++l) {
+      bytes[l].resize(LayerBytes(s, l));
+      for (size_t b = 0; b < bytes[l].size(); ++b) bytes[l][b] = ByteOf(s, l, b);
+      layers.push_back({l, AUXSTORE_KIND_OPAQUE, bytes[l].data(), bytes[l].size()});
+    }
+    uint8_t prefix[16];
+    PrefixOf(s, prefix);
+    ASSERT_TRUE(
+        Ok(auxstore_put_snapshot(a, ns, prefix, 64, layers.size(), layers.data(), &err), err));
+  }
+  auxstore_close(a);
+
+  // Another process's store: nothing local, no lookup before.
+  auxstore_t* b = Open("b", /*shared=*/true);
+  ASSERT_NE(b, nullptr);
+  EXPECT_TRUE(ReadAll(b, ns)) << "from the pool";
+  EXPECT_TRUE(ReadAll(b, ns)) << "again, wherever each is by now";
+  auxstore_close(b);  // writes the local copies queued
+
+  // Its directory alone, without the pool: every snapshot whole.
+  auxstore_t* local = Open("b", /*shared=*/false);
+  ASSERT_NE(local, nullptr);
+  EXPECT_TRUE(ReadAll(local, ns)) << "the local copies";
+  auxstore_close(local);
+}
+
+}  // namespace
