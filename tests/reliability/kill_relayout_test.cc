@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "auxstore/maintenance.h"
 #include "tests/reliability/crash_harness.h"
@@ -92,6 +93,11 @@ TEST(KillNine, DuringRelayout) {
       auto store = Store::Open(o, path);
       ASSERT_TRUE(store.ok()) << "cycle " << c << ": " << store.status().ToString();
       EXPECT_EQ(Mismatches(**store, ns, c), 0u);
+      // The count comes from the LRU index, which loads in the background
+      // after the open (it read 0 once, under a loaded full test run).
+      for (int i = 0; i < 60000 && !(*store)->Stats().index_ready; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      ASSERT_TRUE((*store)->Stats().index_ready) << "cycle " << c;
       EXPECT_EQ((*store)->Stats().snapshots, kSnapshots);
       uint64_t moved = 0;
       for (uint64_t seed = 0; seed < kSnapshots; ++seed) {
