@@ -20,18 +20,25 @@
 #include "format/layer_layout.h"
 #include "store/db_store.h"
 #include "store/keys.h"
+#include "store/read_outcomes.h"
 
 namespace auxstore {
-namespace {
 
-// The layers from `from` on fail with `why`: the snapshot is gone or was
-// quarantined, so none of them can be read any more.
 void FailRest(std::span<Store::LayerInto> layers, size_t from, const Status& why) {
   for (size_t i = from; i < layers.size(); ++i) {
     layers[i].status = why.WithContext("layer " + std::to_string(layers[i].layer) + " not read");
     layers[i].bytes = 0;
   }
 }
+
+Status FirstError(std::span<const Store::LayerInto> layers) {
+  for (const Store::LayerInto& l : layers) {
+    if (!l.status.ok()) return l.status;
+  }
+  return Status::Ok();
+}
+
+namespace {
 
 // Whether layer `l`'s outcome ends the reads of the snapshot's other
 // layers: NotFound from a layer the manifest lacks is that layer's own;
@@ -40,14 +47,6 @@ void FailRest(std::span<Store::LayerInto> layers, size_t from, const Status& why
 bool EndsSnapshot(const Manifest& m, const Store::LayerInto& l) {
   if (l.status.IsCorruption()) return true;
   return l.status.IsNotFound() && m.FindLayer(l.layer) != nullptr;
-}
-
-// The first layer's error, in their order; OK when every layer was read.
-Status FirstError(std::span<const Store::LayerInto> layers) {
-  for (const Store::LayerInto& l : layers) {
-    if (!l.status.ok()) return l.status;
-  }
-  return Status::Ok();
 }
 
 // Whether the read is a hit: a layer it asks for is in the manifest.

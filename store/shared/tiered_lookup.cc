@@ -10,15 +10,12 @@
 #include "store/shared/tiered_store.h"
 
 namespace auxstore::shared {
-namespace {
 
-// A record a lookup from the records alone may answer with: one whose spec
-// fingerprints to its namespace (a restore refuses any other as damage).
-bool Usable(const std::optional<SharedRecord>& r) {
-  return r && NamespaceFingerprint(r->spec) == r->ns;
+Status TieredStore::SpecCheck(const SharedRecord& r) const {
+  if (NamespaceFingerprint(r.spec) == r.ns) return Status::Ok();
+  return Status::Corruption("RADOS pool '" + tier_->pool() + "': snapshot " + r.prefix.ToHex() +
+                            "'s namespace spec does not fingerprint to its namespace id");
 }
-
-}  // namespace
 
 Result<std::vector<LayerBuffer>> TieredStore::Fetch(const SharedRecord& r) {
   const SharedRecord* one[] = {&r};
@@ -32,10 +29,8 @@ std::vector<Result<std::vector<LayerBuffer>>> TieredStore::FetchEach(
   std::vector<size_t> asked_at;
   for (size_t k = 0; k < records.size(); ++k) {
     const SharedRecord& r = *records[k];
-    if (NamespaceFingerprint(r.spec) != r.ns) {
-      got[k] =
-          Status::Corruption("RADOS pool '" + tier_->pool() + "': snapshot " + r.prefix.ToHex() +
-                             "'s namespace spec does not fingerprint to its namespace id");
+    if (Status spec = SpecCheck(r); !spec.ok()) {
+      got[k] = std::move(spec);
       continue;
     }
     asked.push_back(&r);
@@ -306,7 +301,7 @@ Result<std::optional<size_t>> TieredStore::LongestPrefixOf(NamespaceId ns,
     auto records = tier_->ReadRecords(ns, candidates.subspan(from));
     if (!records.ok()) return local ? Result<std::optional<size_t>>(local) : records.status();
     for (size_t i = records->size(); i-- > 0;)
-      if (Usable((*records)[i])) return std::optional<size_t>(from + i);
+      if ((*records)[i] && SpecCheck(*(*records)[i]).ok()) return std::optional<size_t>(from + i);
     return local;
   }
   std::optional<size_t> restored;
@@ -380,7 +375,7 @@ Result<size_t> TieredStore::CountLeadingOf(NamespaceId ns, std::span<const Prefi
     if (!records.ok()) return here > 0 ? Result<size_t>(here) : records.status();
     size_t n = here;
     while (n < prefixes.size()) {
-      if (Usable((*records)[n - here])) {
+      if ((*records)[n - here] && SpecCheck(*(*records)[n - here]).ok()) {
         ++n;
         continue;
       }

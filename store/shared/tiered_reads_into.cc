@@ -17,23 +17,17 @@
 #include <set>
 #include <string>
 
+#include "store/read_outcomes.h"
 #include "store/shared/tiered_store.h"
 
 namespace auxstore::shared {
 namespace {
 
-// As DbStore's reads fail the layers after a snapshot's error.
-void FailFrom(std::span<Store::LayerInto> layers, size_t from, const Status& why) {
-  for (size_t i = from; i < layers.size(); ++i) {
-    layers[i].status = why.WithContext("layer " + std::to_string(layers[i].layer) + " not read");
-    layers[i].bytes = 0;
-  }
-}
-
+// Layer `layer`'s place in m.layers; nullopt when m lacks it.
 std::optional<size_t> IndexOf(const Manifest& m, uint32_t layer) {
-  for (size_t i = 0; i < m.layers.size(); ++i)
-    if (m.layers[i].layer == layer) return i;
-  return std::nullopt;
+  const LayerEntry* e = m.FindLayer(layer);
+  if (e == nullptr) return std::nullopt;
+  return static_cast<size_t>(e - m.layers.data());
 }
 
 // The layers (of snapshots[k], whose record is records[k]) whose bytes
@@ -92,9 +86,7 @@ Status TieredStore::ReadLayersInto(NamespaceId ns, const Prefix& prefix,
                                    std::span<LayerInto> layers) {
   SnapshotInto one{ns, prefix, layers};
   ReadSnapshotsInto({&one, 1});
-  for (const LayerInto& l : layers)
-    if (!l.status.ok()) return l.status;
-  return Status::Ok();
+  return FirstError(layers);
 }
 
 void TieredStore::ReadSnapshotsInto(std::span<SnapshotInto> snapshots) {
@@ -138,7 +130,7 @@ void TieredStore::ReadFromPool(NamespaceId ns, std::span<SnapshotInto* const> sn
   for (const SnapshotInto* s : snapshots) prefixes.push_back(s->prefix);
   auto records = tier_->ReadRecords(ns, prefixes);
   if (!records.ok()) {
-    for (SnapshotInto* s : snapshots) FailFrom(s->layers, 0, records.status());
+    for (SnapshotInto* s : snapshots) FailRest(s->layers, 0, records.status());
     return;
   }
   // Where each record's wanted layers go; a layer's own error (not in the
@@ -154,11 +146,8 @@ void TieredStore::ReadFromPool(NamespaceId ns, std::span<SnapshotInto* const> sn
     if (!(*records)[k]) continue;  // not in the pool either: the local NotFound stands
     const SharedRecord& r = *(*records)[k];
     SnapshotInto& s = *snapshots[k];
-    if (NamespaceFingerprint(r.spec) != r.ns) {
-      FailFrom(
-          s.layers, 0,
-          Status::Corruption("RADOS pool '" + tier_->pool() + "': snapshot " + r.prefix.ToHex() +
-                             "'s namespace spec does not fingerprint to its namespace id"));
+    if (Status spec = SpecCheck(r); !spec.ok()) {
+      FailRest(s.layers, 0, spec);
       continue;
     }
     std::vector<SharedTier::LayerDst> to;
@@ -250,7 +239,7 @@ void TieredStore::ReadFromPool(NamespaceId ns, std::span<SnapshotInto* const> sn
       const size_t failed = wanted_at[j][outcome[j].failed_at];
       s.layers[failed].status = outcome[j].status;
       s.layers[failed].bytes = 0;
-      FailFrom(s.layers, failed + 1, outcome[j].status);
+      FailRest(s.layers, failed + 1, outcome[j].status);
       continue;
     }
     if (!copies[j].empty()) {

@@ -134,6 +134,9 @@ class TieredStore final : public Store {
   // the records in one round, the pages of all in one window, checked in
   // place. A snapshot read whole is copied and its local copy queued behind.
   void ReadFromPool(NamespaceId ns, std::span<SnapshotInto* const> snapshots);
+  // Corruption unless the record's namespace spec fingerprints to its
+  // namespace id: a record no read or lookup may use.
+  Status SpecCheck(const SharedRecord& r) const;
   // A batch restore fetches snapshots in groups of about this many bytes.
   static constexpr uint64_t kFetchGroupBytes = 64ull << 20;
   // Writes fetched layers into the local store as the record's snapshot.
