@@ -32,6 +32,19 @@ namespace {
 using namespace std::chrono_literals;
 using testing::TempDir;
 
+// `bytes` (a multiple of 8) of xorshift from `seed`: a distinct multi-MiB
+// layer per seed.
+std::vector<uint8_t> RandomLayer(uint64_t seed, size_t bytes) {
+  std::vector<uint8_t> out(bytes);
+  uint64_t x = 0xD1B54A32D192ED03ull * seed;
+  auto* words = reinterpret_cast<uint64_t*>(out.data());
+  for (size_t w = 0; w < bytes / 8; ++w) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    words[w] = x;
+  }
+  return out;
+}
+
 // This process's resident memory (VmRSS).
 uint64_t ResidentBytes() {
   std::ifstream status("/proc/self/status");
@@ -699,6 +712,84 @@ TEST_F(SharedStoreTest, ABatchRestoreBeyondOneFetchGroupReadsIntoMemoryAndWrites
 // layers) and of one already local (never behind the queued copies).
 // Thawed, it returns the whole run; every snapshot reads byte-exact, and the
 // directory opened without the pool holds each copy whole.
+// A read into memory from the pool never waits for the local disk: with
+// the local file system frozen, one ReadSnapshotsInto of 320 MiB (more than
+// the copy queue's 256 MiB) returns every byte, and so does a second one of
+// the same snapshots; thawed and closed, the directory holds every snapshot
+// (the ones the queue took copied from the read, the others restored
+// behind it).
+TEST_F(SharedStoreTest, AReadIntoMemoryFromThePoolNeverWaitsForAFrozenLocalDisk) {
+  std::string why;
+  auto fs = testing::FreezableFs::Make(tmp_.Sub("fs"), 1ull << 30, &why);
+  if (!fs) GTEST_SKIP() << why;
+  const Conversation conv(81);
+  NamespaceId ns = 0;
+  constexpr size_t kSnapshots = 10, kLayers = 8, kLayerBytes = 4u << 20;
+  std::vector<Prefix> prefixes(kSnapshots);
+  {
+    auto a = OpenRegistered(conv, tmp_.Sub("a"), &ns);
+    ASSERT_TRUE(a);
+    for (size_t s = 0; s < kSnapshots; ++s) {
+      prefixes[s].bytes[0] = 0xF4;
+      prefixes[s].bytes[1] = static_cast<uint8_t>(s + 1);
+      std::vector<std::vector<uint8_t>> layers;
+      std::vector<LayerBlob> blobs;
+      for (uint32_t l = 0; l < kLayers; ++l)
+        layers.push_back(RandomLayer(1000 + s * kLayers + l, kLayerBytes));
+      for (uint32_t l = 0; l < kLayers; ++l) blobs.push_back({l, Kind::kOpaque, layers[l]});
+      ASSERT_TRUE(a->PutSnapshot(ns, prefixes[s], 1, blobs, PutOptions{}).ok()) << s;
+    }
+  }
+  std::vector<std::vector<uint8_t>> mem(kSnapshots * kLayers);
+  std::vector<Store::LayerInto> into(kSnapshots * kLayers);
+  std::vector<Store::SnapshotInto> snaps;
+  const auto read_all = [&](Store& store) {
+    snaps.clear();
+    for (size_t s = 0; s < kSnapshots; ++s) {
+      for (uint32_t l = 0; l < kLayers; ++l) {
+        mem[s * kLayers + l].assign(kLayerBytes, 0);
+        into[s * kLayers + l] = {l, mem[s * kLayers + l]};
+      }
+      snaps.push_back({ns, prefixes[s], std::span(into).subspan(s * kLayers, kLayers)});
+    }
+    store.ReadSnapshotsInto(snaps);
+  };
+  const auto exact = [&]() -> ::testing::AssertionResult {
+    for (size_t s = 0; s < kSnapshots; ++s) {
+      for (uint32_t l = 0; l < kLayers; ++l) {
+        const auto& got = into[s * kLayers + l];
+        if (!got.status.ok()) return ::testing::AssertionFailure() << got.status.ToString();
+        if (mem[s * kLayers + l] != RandomLayer(1000 + s * kLayers + l, kLayerBytes))
+          return ::testing::AssertionFailure() << "snapshot " << s << ", layer " << l << " differs";
+      }
+    }
+    return ::testing::AssertionSuccess();
+  };
+  const std::string dir = fs->path() + "/b";
+  {
+    auto b = OpenRegistered(conv, dir, &ns);
+    ASSERT_TRUE(b);
+    testing::ThawOnExit thaw(*fs);  // before b closes, which waits for its writes
+    ASSERT_TRUE(fs->Freeze());
+    for (int round = 0; round < 2; ++round) {
+      auto done = std::async(std::launch::async, [&] { read_all(*b); });
+      const bool returned = done.wait_for(60s) == std::future_status::ready;
+      if (!returned) fs->Thaw();  // let it finish, then fail
+      done.get();
+      ASSERT_TRUE(returned) << "round " << round << ": the read waited for the frozen disk";
+      EXPECT_TRUE(exact()) << "round " << round;
+    }
+    ASSERT_TRUE(fs->Thaw());
+  }
+  auto local = Store::Open(Options{}, dir);
+  ASSERT_TRUE(local.ok()) << local.status().ToString();
+  auto here = (*local)->GetManifests(ns, prefixes);
+  ASSERT_TRUE(here.ok()) << here.status().ToString();
+  for (size_t s = 0; s < kSnapshots; ++s) EXPECT_TRUE((*here)[s]) << s << ": no local copy";
+  read_all(**local);
+  EXPECT_TRUE(exact()) << "the local copies";
+}
+
 TEST_F(SharedStoreTest, ABatchThatOutrunsItsLocalDiskWaitsOnceTheQueuedCopiesReachTheirBound) {
   std::string why;
   auto fs = testing::FreezableFs::Make(tmp_.Sub("fs"), 1ull << 30, &why);
@@ -707,14 +798,7 @@ TEST_F(SharedStoreTest, ABatchThatOutrunsItsLocalDiskWaitsOnceTheQueuedCopiesRea
   NamespaceId ns = 0;
   constexpr size_t kSnapshots = 10, kLayers = 8, kLayerBytes = 4u << 20;  // 320 MiB
   const auto layer_bytes = [&](size_t s, uint32_t l) {
-    std::vector<uint8_t> bytes(kLayerBytes);
-    uint64_t x = 0xD1B54A32D192ED03ull * (s * kLayers + l + 1);
-    auto* words = reinterpret_cast<uint64_t*>(bytes.data());
-    for (size_t w = 0; w < kLayerBytes / 8; ++w) {
-      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-      words[w] = x;
-    }
-    return bytes;
+    return RandomLayer(s * kLayers + l + 1, kLayerBytes);
   };
   std::vector<Prefix> prefixes(kSnapshots);
   Prefix pre;  // a snapshot B holds locally before the batch
