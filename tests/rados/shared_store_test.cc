@@ -45,6 +45,29 @@ std::vector<uint8_t> RandomLayer(uint64_t seed, size_t bytes) {
   return out;
 }
 
+// `snapshots` snapshots of `layers` opaque layers of `bytes` each, put
+// through `store`: layer l of snapshot s is RandomLayer(seed + s * layers +
+// l), its prefix (tag, s + 1, 0...). Their prefixes; empty on a failure
+// (reported).
+std::vector<Prefix> PutRandomSnapshots(Store& store, NamespaceId ns, uint8_t tag, size_t snapshots,
+                                       uint32_t layers, size_t bytes, uint64_t seed) {
+  std::vector<Prefix> prefixes(snapshots);
+  for (size_t s = 0; s < snapshots; ++s) {
+    prefixes[s].bytes[0] = tag;
+    prefixes[s].bytes[1] = static_cast<uint8_t>(s + 1);
+    std::vector<std::vector<uint8_t>> data;
+    std::vector<LayerBlob> blobs;
+    for (uint32_t l = 0; l < layers; ++l) data.push_back(RandomLayer(seed + s * layers + l, bytes));
+    for (uint32_t l = 0; l < layers; ++l) blobs.push_back({l, Kind::kOpaque, data[l]});
+    const Status st = store.PutSnapshot(ns, prefixes[s], 1, blobs, PutOptions{});
+    if (!st.ok()) {
+      ADD_FAILURE() << "snapshot " << s << ": " << st.ToString();
+      return {};
+    }
+  }
+  return prefixes;
+}
+
 // This process's resident memory (VmRSS).
 uint64_t ResidentBytes() {
   std::ifstream status("/proc/self/status");
@@ -725,20 +748,12 @@ TEST_F(SharedStoreTest, AReadIntoMemoryFromThePoolNeverWaitsForAFrozenLocalDisk)
   const Conversation conv(81);
   NamespaceId ns = 0;
   constexpr size_t kSnapshots = 10, kLayers = 8, kLayerBytes = 4u << 20;
-  std::vector<Prefix> prefixes(kSnapshots);
+  std::vector<Prefix> prefixes;
   {
     auto a = OpenRegistered(conv, tmp_.Sub("a"), &ns);
     ASSERT_TRUE(a);
-    for (size_t s = 0; s < kSnapshots; ++s) {
-      prefixes[s].bytes[0] = 0xF4;
-      prefixes[s].bytes[1] = static_cast<uint8_t>(s + 1);
-      std::vector<std::vector<uint8_t>> layers;
-      std::vector<LayerBlob> blobs;
-      for (uint32_t l = 0; l < kLayers; ++l)
-        layers.push_back(RandomLayer(1000 + s * kLayers + l, kLayerBytes));
-      for (uint32_t l = 0; l < kLayers; ++l) blobs.push_back({l, Kind::kOpaque, layers[l]});
-      ASSERT_TRUE(a->PutSnapshot(ns, prefixes[s], 1, blobs, PutOptions{}).ok()) << s;
-    }
+    prefixes = PutRandomSnapshots(*a, ns, 0xF4, kSnapshots, kLayers, kLayerBytes, 1000);
+    ASSERT_EQ(prefixes.size(), kSnapshots);
   }
   std::vector<std::vector<uint8_t>> mem(kSnapshots * kLayers);
   std::vector<Store::LayerInto> into(kSnapshots * kLayers);
@@ -800,22 +815,15 @@ TEST_F(SharedStoreTest, ABatchThatOutrunsItsLocalDiskWaitsOnceTheQueuedCopiesRea
   const auto layer_bytes = [&](size_t s, uint32_t l) {
     return RandomLayer(s * kLayers + l + 1, kLayerBytes);
   };
-  std::vector<Prefix> prefixes(kSnapshots);
+  std::vector<Prefix> prefixes;
   Prefix pre;  // a snapshot B holds locally before the batch
   pre.bytes[0] = 0xF3;
   const std::vector<uint8_t> pre_bytes = layer_bytes(kSnapshots, 0);
   {
     auto a = OpenRegistered(conv, tmp_.Sub("a"), &ns);
     ASSERT_TRUE(a);
-    for (size_t s = 0; s < kSnapshots; ++s) {
-      prefixes[s].bytes[0] = 0xF2;
-      prefixes[s].bytes[1] = static_cast<uint8_t>(s + 1);
-      std::vector<std::vector<uint8_t>> layers;
-      std::vector<LayerBlob> blobs;
-      for (uint32_t l = 0; l < kLayers; ++l) layers.push_back(layer_bytes(s, l));
-      for (uint32_t l = 0; l < kLayers; ++l) blobs.push_back({l, Kind::kOpaque, layers[l]});
-      ASSERT_TRUE(a->PutSnapshot(ns, prefixes[s], 1, blobs, PutOptions{}).ok()) << s;
-    }
+    prefixes = PutRandomSnapshots(*a, ns, 0xF2, kSnapshots, kLayers, kLayerBytes, 1);
+    ASSERT_EQ(prefixes.size(), kSnapshots);
     const LayerBlob pre_blob{0, Kind::kOpaque, pre_bytes};
     ASSERT_TRUE(a->PutSnapshot(ns, pre, 1, {&pre_blob, 1}, PutOptions{}).ok());
   }
