@@ -1,6 +1,8 @@
 // The store-level half of auxstore_rados_bench (bench/rados_bench.cc):
 // snapshots put through a store whose Options::shared names the pool
-// (SharedWrite::kThrough: acknowledged once RADOS acknowledged), then
+// (SharedWrite::kThrough: acknowledged once RADOS acknowledged; and, other
+// snapshots, through one with Options::shared_local_copies off: to the pool
+// alone), then
 // restored cold by a second store with an empty local directory (a
 // LongestPrefix per snapshot: one batched pool round, pages read and
 // checked, the snapshot written into the local store), by a third with one
@@ -78,24 +80,27 @@ Result<StoreFigures> RunStoreLevel(const rados::RadosUri& uri, const std::string
   const std::string uri_string = uri.ToString();
   // Snapshot s: 64 tokens of its own (one block), `layers` opaque layers.
   std::vector<std::vector<uint8_t>> bytes(layers, std::vector<uint8_t>(layer_bytes));
-  std::vector<Prefix> prefixes;
-  for (size_t s = 0; s < snapshots; ++s) {
+  // Prefix s of a set (`set` 0: the snapshots restored below; 1: the ones
+  // put without local copies).
+  const auto prefix_of = [&](size_t set, size_t s) {
     std::vector<uint32_t> tokens(64);
     for (uint32_t t = 0; t < 64; ++t)
-      tokens[t] = static_cast<uint32_t>(run * 1'000'000 + s * 64 + t);
-    prefixes.push_back(PrefixHashes(tokens, 64, 0).back());
-  }
+      tokens[t] = static_cast<uint32_t>(run * 1'000'000 + set * 500'000 + s * 64 + t);
+    return PrefixHashes(tokens, 64, 0).back();
+  };
+  std::vector<Prefix> prefixes;
+  for (size_t s = 0; s < snapshots; ++s) prefixes.push_back(prefix_of(0, s));
   StoreFigures f;
   const double mib = static_cast<double>(snapshots) * layers * layer_bytes / (1024.0 * 1024.0);
-  {
-    AUXSTORE_ASSIGN_OR_RETURN(auto a, OpenShared(local_dir + "/a", uri_string));
-    AUXSTORE_ASSIGN_OR_RETURN(NamespaceId ns, a->RegisterNamespace(BenchSpec()));
+  // Puts every snapshot of a set through `store` (its layers made into
+  // `bytes`, distinct per run, set and snapshot): seconds in PutSnapshot.
+  const auto put_all = [&](Store& store, NamespaceId ns, size_t set) -> Result<double> {
     double seconds = 0;
     for (size_t s = 0; s < snapshots; ++s) {
       std::vector<LayerBlob> blobs;
       for (size_t l = 0; l < layers; ++l) {
-        uint64_t x =
-            (run + 1) * 0x9E3779B97F4A7C15ull + (s * layers + l + 1) * 0xD1B54A32D192ED03ull;
+        uint64_t x = (run + 1) * 0x9E3779B97F4A7C15ull +
+                     ((set * snapshots + s) * layers + l + 1) * 0xD1B54A32D192ED03ull;
         auto* words = reinterpret_cast<uint64_t*>(bytes[l].data());
         for (size_t w = 0; w < layer_bytes / 8; ++w) {
           x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -104,9 +109,27 @@ Result<StoreFigures> RunStoreLevel(const rados::RadosUri& uri, const std::string
         blobs.push_back({static_cast<uint32_t>(l), Kind::kOpaque, bytes[l]});
       }
       Stopwatch sw;  // the put alone, not the making of its bytes
-      AUXSTORE_RETURN_IF_ERROR(a->PutSnapshot(ns, prefixes[s], 64, blobs, PutOptions{}));
+      AUXSTORE_RETURN_IF_ERROR(store.PutSnapshot(ns, prefix_of(set, s), 64, blobs, PutOptions{}));
       seconds += sw.Seconds();
     }
+    return seconds;
+  };
+  {  // without local copies: the pool alone (another set of snapshots)
+    AUXSTORE_ASSIGN_OR_RETURN(auto h, OpenShared(local_dir + "/h", uri_string, false));
+    AUXSTORE_ASSIGN_OR_RETURN(NamespaceId ns, h->RegisterNamespace(BenchSpec()));
+    AUXSTORE_ASSIGN_OR_RETURN(double seconds, put_all(*h, ns, 1));
+    f.uncopied_put_mib_s = mib / seconds;
+    // The last one read back from the pool, every byte.
+    std::vector<std::vector<uint8_t>> got(layers, std::vector<uint8_t>(layer_bytes));
+    std::vector<Store::LayerInto> all(layers);
+    for (size_t l = 0; l < layers; ++l) all[l] = {static_cast<uint32_t>(l), got[l]};
+    AUXSTORE_RETURN_IF_ERROR(h->ReadLayersInto(ns, prefix_of(1, snapshots - 1), all));
+    if (got != bytes) return Status::Corruption("a put without local copies read back differs");
+  }
+  {  // last: `bytes` keeps the last snapshot's layers, checked after restores
+    AUXSTORE_ASSIGN_OR_RETURN(auto a, OpenShared(local_dir + "/a", uri_string));
+    AUXSTORE_ASSIGN_OR_RETURN(NamespaceId ns, a->RegisterNamespace(BenchSpec()));
+    AUXSTORE_ASSIGN_OR_RETURN(double seconds, put_all(*a, ns, 0));
     f.put_mib_s = mib / seconds;
   }
   {

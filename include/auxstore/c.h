@@ -165,7 +165,9 @@ int auxstore_options_set_shared(auxstore_options_t* options, const char* uri, in
  * pool's records and the reads of snapshots only the pool holds go straight
  * from the pool into the caller's memory each time; calls that work on a
  * local copy (manifests and so the restore pipeline, row reads,
- * leases) still write one. */
+ * leases) still write one, and a put (AUXSTORE_SHARED_THROUGH) writes the
+ * pool alone: nothing into the directory, returning once the pool holds the
+ * snapshot (unreachable: AUXSTORE_UNAVAILABLE, nothing stored). */
 int auxstore_options_set_shared_local_copies(auxstore_options_t* options, int local_copies,
                                              char** errmsg); /* 0 or 1 */
 

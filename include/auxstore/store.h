@@ -121,9 +121,14 @@ struct Options {
   // work on a local copy still write one: GetManifest(s) (and so the
   // restore pipeline, which opens its layers after it), ReadLayerRows,
   // AcquireLease, FindLongestPrefix, LongestPrefixForTokens and
-  // LookupAndLease. For a process whose local
-  // disk is not worth the copies (a worker reading what another process
-  // looked up, a node with no disk to spare).
+  // LookupAndLease. A kThrough put writes the pool alone: the same checks
+  // and errors as a local put, its manifest planned from the layers, the
+  // pages and the record committed before it returns, nothing written
+  // into the directory (pool unreachable: Unavailable, nothing stored
+  // anywhere); a kBehind put still commits locally first (its queue's
+  // copy). For a process whose local disk is not worth the copies (a
+  // worker reading what another process looked up, a node with no disk
+  // to spare).
   bool shared_local_copies = true;
 };
 

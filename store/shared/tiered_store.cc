@@ -31,12 +31,15 @@ Result<std::unique_ptr<Store>> TieredStore::Open(const Options& options, const s
   local_options.shared.clear();
   AUXSTORE_ASSIGN_OR_RETURN(auto local, Store::Open(local_options, path));
   return std::unique_ptr<Store>(
-      new TieredStore(options, std::move(local), std::move(tier).value()));
+      new TieredStore(options, path, std::move(local), std::move(tier).value()));
 }
 
-TieredStore::TieredStore(Options options, std::unique_ptr<Store> local,
+TieredStore::TieredStore(Options options, std::string path, std::unique_ptr<Store> local,
                          std::unique_ptr<SharedTier> tier)
-    : options_(std::move(options)), local_(std::move(local)), tier_(std::move(tier)) {
+    : options_(std::move(options)),
+      path_(std::move(path)),
+      local_(std::move(local)),
+      tier_(std::move(tier)) {
   if (options_.shared_write == SharedWrite::kBehind) {
     queue_ = std::make_unique<UploadQueue>(*tier_, options_.shared_queue_bytes,
                                            options_.shared_shed_when_full);
@@ -65,6 +68,7 @@ Status TieredStore::PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t t
     AUXSTORE_RETURN_IF_ERROR(Local().PutSnapshot(ns, prefix, token_count, layers, put));
     return Upload(ns, prefix, layers, put);
   }
+  if (!options_.shared_local_copies) return PutToPool(ns, prefix, token_count, layers, put);
   // kThrough: the pages go to the pool while the local store commits the
   // snapshot (the two take about as long: a put costs the longer of them,
   // not their sum); the record naming them is committed after both. Layers
@@ -72,7 +76,8 @@ Status TieredStore::PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t t
   std::optional<std::vector<ByteSpan>> planned;
   auto spec = Local().GetNamespace(ns);
   if (spec.ok() && !options_.read_only) {
-    planned = PlanPages(*spec, token_count, layers, put);
+    auto pages = PlanPages(*spec, token_count, layers, put, options_.chunk_bytes);
+    if (pages.ok()) planned = std::move(pages).value();
   }
   std::future<Result<std::vector<rados::PageKey>>> ahead;
   if (planned && !planned->empty()) {
@@ -90,6 +95,27 @@ Status TieredStore::PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t t
   }
   AUXSTORE_RETURN_IF_ERROR(local);
   return Upload(ns, prefix, layers, put, stored);
+}
+
+Status TieredStore::PutToPool(NamespaceId ns, const Prefix& prefix, uint64_t token_count,
+                              std::span<const LayerBlob> layers, const PutOptions& put) {
+  if (options_.read_only) return Status::Unavailable("store " + path_ + " is open read-only");
+  SharedRecord r;
+  r.ns = ns;
+  r.prefix = prefix;
+  AUXSTORE_ASSIGN_OR_RETURN(r.spec, Local().GetNamespace(ns));
+  PutId put_id = 0;
+  {
+    std::lock_guard lock(put_id_mu_);
+    while (put_id == 0) put_id = put_ids_();
+  }
+  AUXSTORE_ASSIGN_OR_RETURN(auto plan, PlanPut(r.spec, token_count, layers, put,
+                                               options_.chunk_bytes, put_id, /*digests=*/true));
+  r.manifest = std::move(plan.manifest);
+  r.block_size = put.block_size;
+  r.block_chain.assign(put.block_chain.begin(), put.block_chain.end());
+  shared::Upload up{std::move(r), std::move(plan.layers)};
+  return tier_->Put(up);
 }
 
 Status TieredStore::Upload(NamespaceId ns, const Prefix& prefix, std::span<const LayerBlob> layers,

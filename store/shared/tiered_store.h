@@ -36,6 +36,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <utility>
 #include <vector>
@@ -104,7 +105,14 @@ class TieredStore final : public Store {
                                   std::span<uint8_t> dst) override;
 
  private:
-  TieredStore(Options options, std::unique_ptr<Store> local, std::unique_ptr<SharedTier> tier);
+  TieredStore(Options options, std::string path, std::unique_ptr<Store> local,
+              std::unique_ptr<SharedTier> tier);
+
+  // A kThrough put with Options::shared_local_copies off: the manifest
+  // planned from the layers (PlanPut, the checks of a local put), the pages
+  // and the record committed to the pool, nothing written locally.
+  Status PutToPool(NamespaceId ns, const Prefix& prefix, uint64_t token_count,
+                   std::span<const LayerBlob> layers, const PutOptions& put);
 
   // The upload of a put: the local manifest and the bytes matching it
   // (`ahead`: pages already in the pool, SharedTier::PutPagesAhead).
@@ -235,6 +243,7 @@ class TieredStore final : public Store {
   void ReleasePoolLeaseBehind(NamespaceId ns, const Prefix& prefix);
 
   Options options_;
+  std::string path_;
   std::unique_ptr<Store> local_;
   std::unique_ptr<SharedTier> tier_;
   std::unique_ptr<UploadQueue> queue_;  // kBehind only
@@ -250,6 +259,11 @@ class TieredStore final : public Store {
   std::multiset<FillKey> releasing_;      // releases behind not yet done
   std::mutex leases_mu_;
   std::map<LeaseId, std::pair<NamespaceId, Prefix>> leases_;  // leases also held in the pool
+  std::mutex put_id_mu_;
+  std::mt19937_64 put_ids_{[] {  // PutToPool's manifests' ids
+    std::random_device rd;
+    return (uint64_t{rd()} << 32) ^ rd();
+  }()};
   // fill_thread_: the local copies of restores (written behind a lookup or
   // a CountLeadingStored and joined by the destructor; the other batches'
   // waited for by their call).

@@ -1,7 +1,9 @@
-// PlanPages (store/shared/planned_pages.h): the pages a kThrough put sends
-// to the pool while its local commit runs are exactly the pages CutLayer
-// makes of the manifest a real local put commits, for every shape of put;
-// and a put the local store refuses plans nothing. No cluster needed.
+// PlanPages and PlanPut (store/shared/planned_pages.h): the pages a kThrough
+// put sends to the pool while its local commit runs are exactly the pages
+// CutLayer makes of the manifest a real local put commits, for every shape
+// of put; the manifest a put with no local copy commits to the pool is the
+// one a real local put commits; and a put the local store refuses plans
+// nothing, with the local put's own error. No cluster needed.
 #include "store/shared/planned_pages.h"
 
 #include <gtest/gtest.h>
@@ -19,6 +21,7 @@ using testing::QsaBlob;
 using testing::RandomBytes;
 
 constexpr uint32_t kBlockSize = 16;
+const uint32_t kChunkBytes = Options{}.chunk_bytes;  // the local store's
 
 struct Put {
   uint64_t tokens = 0;
@@ -63,8 +66,8 @@ class PlannedPagesTest : public ::testing::Test {
   // Puts `p` locally and expects the plan to be the cut of the manifest it
   // committed, piece by piece (the same bytes of the caller's layers).
   void ExpectPlanIsTheCommittedCut(const Put& p, const Prefix& prefix) {
-    auto plan = PlanPages(spec_, p.tokens, p.layers, p.options);
-    ASSERT_TRUE(plan.has_value());
+    auto plan = PlanPages(spec_, p.tokens, p.layers, p.options, kChunkBytes);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
     ASSERT_TRUE(store_->PutSnapshot(ns_, prefix, p.tokens, p.layers, p.options).ok());
     auto m = store_->GetManifest(ns_, prefix);
     ASSERT_TRUE(m.ok()) << m.status().ToString();
@@ -114,10 +117,15 @@ TEST_F(PlannedPagesTest, PagesOfTheNamespaceNotTheBlockAndUnchainedPutsWhole) {
 TEST_F(PlannedPagesTest, APutTheLocalStoreRefusesPlansNothing) {
   OpenWith(testing::TestSpec());
   auto refused = [&](const Put& p, const std::string& what) {
-    EXPECT_FALSE(PlanPages(spec_, p.tokens, p.layers, p.options).has_value()) << what;
     const Status st =
         store_->PutSnapshot(ns_, testing::PrefixFromSeed(9), p.tokens, p.layers, p.options);
     EXPECT_FALSE(st.ok()) << what;
+    auto pages = PlanPages(spec_, p.tokens, p.layers, p.options, kChunkBytes);
+    ASSERT_FALSE(pages.ok()) << what;
+    EXPECT_EQ(pages.status().ToString(), st.ToString()) << what;
+    auto put = PlanPut(spec_, p.tokens, p.layers, p.options, kChunkBytes, 7, true);
+    ASSERT_FALSE(put.ok()) << what;
+    EXPECT_EQ(put.status().ToString(), st.ToString()) << what;
   };
   Put twice = Make(128, 128, 10, 4);
   twice.layers[1].layer = 3;
@@ -138,8 +146,60 @@ TEST_F(PlannedPagesTest, APutTheLocalStoreRefusesPlansNothing) {
   NamespaceSpec odd = testing::TestSpec();
   odd.page_tokens = kBlockSize + 8;
   Put p = Make(128, 128, 10, 4);
-  EXPECT_FALSE(PlanPages(odd, p.tokens, p.layers, p.options).has_value())
-      << "a page not a whole number of blocks";
+  auto pages = PlanPages(odd, p.tokens, p.layers, p.options, kChunkBytes);
+  ASSERT_FALSE(pages.ok()) << "a page not a whole number of blocks";
+  EXPECT_EQ(pages.status().code(), StatusCode::kInvalidArgument) << pages.status().ToString();
+}
+
+// A put with Options::shared_local_copies off commits PlanPut's manifest to
+// the pool without a local put: it must be the manifest a local put of the
+// same layers commits (the layer digests every reader checks included),
+// whatever the shape; only the put id, which owns every page, is its own.
+TEST_F(PlannedPagesTest, ThePlannedManifestIsTheOneALocalPutCommits) {
+  NamespaceSpec spec = testing::TestSpec();
+  spec.page_tokens = 2 * kBlockSize;
+  OpenWith(spec);
+  struct Shape {
+    uint64_t tokens, chain_tokens;
+    size_t opaque_bytes;
+    std::string what;
+  };
+  const std::vector<Shape> shapes = {
+      {128, 128, 100, "chained"},
+      {200, 192, 100, "chained, 8 rows of tail"},
+      {160, 48, 100, "a chain over part of the rows"},
+      {200, 0, 9u << 20, "no chain, a 9 MiB opaque layer"},
+  };
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& shape = shapes[i];
+    const std::string& what = shape.what;
+    const Put p = Make(shape.tokens, shape.chain_tokens, shape.opaque_bytes, i + 1);
+    PutOptions options = p.options;
+    options.created_unix_ms = 1'700'000'000'000;
+    const std::vector<uint32_t> ids = {1, 2, 3};
+    options.token_digest = DigestTokens(ids, p.tokens);
+    const Prefix prefix = testing::PrefixFromSeed(100 + i);
+    ASSERT_TRUE(store_->PutSnapshot(ns_, prefix, p.tokens, p.layers, options).ok()) << what;
+    auto committed = store_->GetManifest(ns_, prefix);
+    ASSERT_TRUE(committed.ok()) << committed.status().ToString();
+    auto plan = PlanPut(spec_, p.tokens, p.layers, options, kChunkBytes, committed->put_id, true);
+    ASSERT_TRUE(plan.ok()) << what << ": " << plan.status().ToString();
+    EXPECT_EQ(plan->manifest, *committed) << what;
+    ASSERT_EQ(plan->layers.size(), committed->layers.size()) << what;
+    for (size_t k = 0; k < plan->layers.size(); ++k) {
+      for (const LayerBlob& l : p.layers) {
+        if (l.layer == committed->layers[k].layer) {
+          EXPECT_EQ(plan->layers[k].data(), l.bytes.data()) << what << ", layer " << l.layer;
+        }
+      }
+    }
+  }
+  // Without digests the same manifest, its digests 0 (the pages ahead of a
+  // local put need no digest).
+  const Put p = Make(128, 128, 100, 1);
+  auto plain = PlanPut(spec_, p.tokens, p.layers, p.options, kChunkBytes, 5, false);
+  ASSERT_TRUE(plain.ok());
+  for (const LayerEntry& e : plain->manifest.layers) EXPECT_EQ(e.xxh3, 0u);
 }
 
 }  // namespace

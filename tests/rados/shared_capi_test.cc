@@ -41,13 +41,15 @@ class SharedCapiTest : public testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // A store at dir_/name, on the pool when `shared`; null on a failure.
-  auxstore_t* Open(const std::string& name, bool shared) {
+  // `local_copies` 0: Options::shared_local_copies off.
+  auxstore_t* Open(const std::string& name, bool shared, int local_copies = 1) {
     auxstore_options_t* o = auxstore_options_create();
     char* err = nullptr;
     if (shared) {
       EXPECT_TRUE(Ok(auxstore_options_set_shared(o, uri_.c_str(), AUXSTORE_SHARED_THROUGH,
                                                  256u << 20, 0, &err),
                      err));
+      EXPECT_TRUE(Ok(auxstore_options_set_shared_local_copies(o, local_copies, &err), err));
     }
     auxstore_t* db = nullptr;
     EXPECT_TRUE(Ok(auxstore_open((dir_ / name).c_str(), o, &db, &err), err));
@@ -128,13 +130,14 @@ testing::AssertionResult ReadAll(auxstore_t* db, uint64_t ns) {
   return testing::AssertionSuccess();
 }
 
-TEST_F(SharedCapiTest, HostReadsOfAnotherProcessesSnapshotsComeFromThePoolAndAreCopiedLocally) {
+// Puts every snapshot through `db`, its namespace registered (in *ns).
+testing::AssertionResult PutAll(auxstore_t* db, uint64_t* ns) {
   const auxstore_geometry_t opaque_only = {0, 0, 0, 0, 0.0f, 0.0f, 0, 0};
   char* err = nullptr;
-  uint64_t ns = 0;
-  auxstore_t* a = Open("a", /*shared=*/true);
-  ASSERT_NE(a, nullptr);
-  ASSERT_TRUE(Ok(auxstore_register_namespace(a, "shared-capi", &opaque_only, &ns, &err), err));
+  if (auto r = Ok(auxstore_register_namespace(db, "shared-capi", &opaque_only, ns, &err), err);
+      !r) {
+    return r << " (register)";
+  }
   for (uint32_t s = 0; s < kSnapshots; ++s) {
     std::vector<std::vector<uint8_t>> bytes(kLayers);
     std::vector<auxstore_layer_t> layers;
@@ -145,9 +148,20 @@ TEST_F(SharedCapiTest, HostReadsOfAnotherProcessesSnapshotsComeFromThePoolAndAre
     }
     uint8_t prefix[16];
     PrefixOf(s, prefix);
-    ASSERT_TRUE(
-        Ok(auxstore_put_snapshot(a, ns, prefix, 64, layers.size(), layers.data(), &err), err));
+    if (auto r =
+            Ok(auxstore_put_snapshot(db, *ns, prefix, 64, layers.size(), layers.data(), &err), err);
+        !r) {
+      return r << " (put " << s << ")";
+    }
   }
+  return testing::AssertionSuccess();
+}
+
+TEST_F(SharedCapiTest, HostReadsOfAnotherProcessesSnapshotsComeFromThePoolAndAreCopiedLocally) {
+  uint64_t ns = 0;
+  auxstore_t* a = Open("a", /*shared=*/true);
+  ASSERT_NE(a, nullptr);
+  ASSERT_TRUE(PutAll(a, &ns));
   auxstore_close(a);
 
   // Another process's store: nothing local, no lookup before.
@@ -161,6 +175,28 @@ TEST_F(SharedCapiTest, HostReadsOfAnotherProcessesSnapshotsComeFromThePoolAndAre
   auxstore_t* local = Open("b", /*shared=*/false);
   ASSERT_NE(local, nullptr);
   EXPECT_TRUE(ReadAll(local, ns)) << "the local copies";
+  auxstore_close(local);
+}
+
+// A store with no local copies puts to the pool alone: another store reads
+// every byte, and the putting store's directory holds nothing.
+TEST_F(SharedCapiTest, PutsWithoutLocalCopiesGoToThePoolAlone) {
+  uint64_t ns = 0;
+  auxstore_t* a = Open("a", /*shared=*/true, /*local_copies=*/0);
+  ASSERT_NE(a, nullptr);
+  ASSERT_TRUE(PutAll(a, &ns));
+  EXPECT_TRUE(ReadAll(a, ns)) << "from the pool";
+  auxstore_close(a);
+  auxstore_t* b = Open("b", /*shared=*/true);
+  ASSERT_NE(b, nullptr);
+  EXPECT_TRUE(ReadAll(b, ns)) << "another store, from the pool";
+  auxstore_close(b);
+  auxstore_t* local = Open("a", /*shared=*/false);
+  ASSERT_NE(local, nullptr);
+  auxstore_stats_t stats{};
+  char* err = nullptr;
+  ASSERT_TRUE(Ok(auxstore_stats(local, &stats, &err), err));
+  EXPECT_EQ(stats.snapshots, 0u) << "a put without local copies wrote one";
   auxstore_close(local);
 }
 

@@ -62,12 +62,27 @@ TEST(SharedStoreOutage, CallsReturnUnavailableLocalReadsGoOnQueuedUploadsLandAft
   auto f = OpenShared(tmp.Sub("f"), uri);
   ASSERT_TRUE(f.ok());
   ASSERT_TRUE((*f)->RegisterNamespace(conv.spec()).ok());
+  // A store that keeps no local copies: its puts go to the pool alone.
+  Options po;
+  po.shared = uri;
+  po.background_maintenance = false;
+  po.shared_local_copies = false;
+  auto p = Store::Open(po, tmp.Sub("p"));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_TRUE((*p)->RegisterNamespace(conv.spec()).ok());
+  const Conversation pool_conv(76);
 
   for (int osd = 0; osd < 3; ++osd) ClusterSh("kill-osd", std::to_string(osd));
 
   // kThrough: committed locally, the pool's Unavailable returned.
   EXPECT_EQ(Timed("OSDs dead: kThrough put", [&] { return conv.Put(**a, *ns, 256); }).code(),
             StatusCode::kUnavailable);
+  // Without local copies: Unavailable, and nothing stored anywhere.
+  EXPECT_EQ(
+      Timed("OSDs dead: put without local copies", [&] { return pool_conv.Put(**p, *ns, 128); })
+          .code(),
+      StatusCode::kUnavailable);
+  EXPECT_EQ((*p)->Stats().snapshots, 0u);
   // What the local store holds is served; the longest local match answers.
   EXPECT_TRUE(Timed("OSDs dead: local restore", [&] { return conv.Check(**a, *ns, 128); }).ok());
   auto longest = (*a)->LongestPrefix(*ns, conv.Chain(512));
@@ -153,14 +168,17 @@ TEST(SharedStoreOutage, CallsReturnUnavailableLocalReadsGoOnQueuedUploadsLandAft
   }
   EXPECT_EQ((*s)->Stats().shared_shed, 3u);
   EXPECT_EQ((*w)->Stats().shared_shed, 0u);
-  // The kThrough put refused meanwhile goes up when put again.
+  // The kThrough puts refused meanwhile go up when put again.
   EXPECT_TRUE(conv.Put(**a, *ns, 256).ok());
+  EXPECT_TRUE(pool_conv.Put(**p, *ns, 128).ok());
+  EXPECT_EQ((*p)->Stats().snapshots, 0u);
   auto g = OpenShared(tmp.Sub("g"), uri);
   ASSERT_TRUE(g.ok());
   ASSERT_TRUE((*g)->RegisterNamespace(conv.spec()).ok());
   EXPECT_TRUE(conv.Check(**g, *ns, 192).ok());
   EXPECT_TRUE(conv.Check(**g, *ns, 256).ok());
   EXPECT_TRUE(conv.Check(**g, *ns, 128).ok());
+  EXPECT_TRUE(pool_conv.Check(**g, *ns, 128).ok());
   // What was queued reached the pool; what was shed did not, and is still
   // served by the store that took it.
   for (uint64_t n : {64, 128}) {

@@ -607,6 +607,95 @@ TEST_F(SharedStoreTest, WithoutLocalCopiesLookupsAnswerFromThePoolAndReadsGoStra
   EXPECT_FALSE((*here)[2]) << "read without local copies, and copied";
 }
 
+// With Options::shared_local_copies off a kThrough put writes the pool
+// alone: its record's manifest is planned from the layers (PlanPut), and
+// every reader checks the bytes against it. Chained puts share the pool's
+// pages, a refused put sends nothing and says why, and nothing is written
+// into the putting store's directory.
+TEST_F(SharedStoreTest, WithoutLocalCopiesAPutGoesToThePoolAloneAndEveryNodeReadsItExact) {
+  const Conversation conv(66);
+  Options o;
+  o.shared = uri_;
+  o.background_maintenance = false;
+  o.shared_local_copies = false;
+  NamespaceId ns = 0;
+  {
+    auto opened = Store::Open(o, tmp_.Sub("a"));
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    Store& a = **opened;
+    auto id = a.RegisterNamespace(conv.spec());
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    ns = *id;
+    for (uint64_t n : {128, 256, 384}) {
+      const Status st = conv.Put(a, ns, n);
+      ASSERT_TRUE(st.ok()) << n << ": " << st.ToString();
+    }
+    const StoreStats sa = a.Stats();
+    EXPECT_EQ(sa.shared_uploads, 3u);
+    EXPECT_GT(sa.shared_pages_present, 0u) << "256 and 384 start with the pages 128 stored";
+    EXPECT_EQ(sa.snapshots, 0u) << "a put without local copies wrote one";
+    EXPECT_EQ(sa.puts, 0u);
+    rados::RadosReclaim reclaim(*conn_);
+    auto listing = reclaim.ListReclaimable(std::chrono::seconds(3 * kOpTimeoutMs / 1000));
+    ASSERT_TRUE(listing.ok()) << listing.status().ToString();
+    EXPECT_EQ(listing->manifests, 3u);
+    EXPECT_EQ(listing->named, listing->pages) << "pages sent that no record names";
+
+    // Refused: a DSA blob a byte short, a namespace never registered, a
+    // chain longer than the tokens. Each says why and sends nothing.
+    const size_t objects = Objects();
+    auto blobs = conv.Blobs(448);
+    blobs[1].pop_back();
+    const std::vector<LayerBlob> short_dsa{
+        {0, Kind::kQsa, blobs[0]}, {1, Kind::kDsa, blobs[1]}, {2, Kind::kOpaque, blobs[2]}};
+    const auto chain = conv.Chain(448);
+    PutOptions po;
+    po.block_chain = chain;
+    po.block_size = kBlock;
+    Status st = a.PutSnapshot(ns, conv.PrefixOf(448), 448, short_dsa, po);
+    EXPECT_EQ(st.code(), StatusCode::kCorruption) << st.ToString();  // as a local put says
+    EXPECT_NE(st.ToString().find("size mismatch"), std::string::npos) << st.ToString();
+    st = conv.Put(a, ns + 1, 128);
+    EXPECT_EQ(st.code(), StatusCode::kNotFound) << st.ToString();
+    EXPECT_NE(st.ToString().find("namespace"), std::string::npos) << st.ToString();
+    auto whole = conv.Blobs(128);
+    const std::vector<LayerBlob> layers{
+        {0, Kind::kQsa, whole[0]}, {1, Kind::kDsa, whole[1]}, {2, Kind::kOpaque, whole[2]}};
+    st = a.PutSnapshot(ns, conv.PrefixOf(448), 128, layers, po);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
+    EXPECT_EQ(Objects(), objects) << "a refused put sent something";
+    // The same snapshot again: stored once.
+    ASSERT_TRUE(conv.Put(a, ns, 384).ok());
+    EXPECT_EQ(Objects(), objects);
+    EXPECT_EQ(a.Stats().shared_pages_stored, sa.shared_pages_stored);
+
+    // The putting store finds and reads its snapshots from the pool.
+    auto found = a.LongestPrefix(ns, conv.Chain(384));
+    ASSERT_TRUE(found.ok()) << found.status().ToString();
+    EXPECT_EQ(*found, std::optional<size_t>(conv.Chain(384).size() - 1));
+    for (uint64_t n : {128, 256, 384}) EXPECT_TRUE(conv.Check(a, ns, n).ok()) << n;
+  }
+  // Another node, with local copies: every byte checked against the
+  // planned manifests' digests, and exact.
+  auto b = Open(tmp_.Sub("b"));
+  ASSERT_TRUE(b);
+  auto found = b->LongestPrefix(ns, conv.Chain(384));
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  EXPECT_EQ(*found, std::optional<size_t>(conv.Chain(384).size() - 1));
+  for (uint64_t n : {128, 256, 384}) {
+    const Status st = conv.Check(*b, ns, n);
+    EXPECT_TRUE(st.ok()) << n << ": " << st.ToString();
+    auto m = b->GetManifest(ns, conv.PrefixOf(n));
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_EQ(m->token_count, n);
+  }
+  EXPECT_EQ(b->Stats().shared_corruptions, 0u);
+  // Nothing in the putting store's directory.
+  auto local = Store::Open(Options{}, tmp_.Sub("a"));
+  ASSERT_TRUE(local.ok()) << local.status().ToString();
+  EXPECT_EQ((*local)->Stats().snapshots, 0u);
+}
+
 TEST_F(SharedStoreTest, BatchedRestoresFillWhatTheyFetchAndEndTheLeadingRunAtADamagedSnapshot) {
   // A batch fetches snapshot i + 1 from the pool while it writes snapshot i
   // into the local store: whatever a later fetch meets, every snapshot

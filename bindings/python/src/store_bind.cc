@@ -105,7 +105,8 @@ void RegisterStore(py::module_& m) {
            "besides the largest hold a MiB or more; 0 = one per two cores, 2 to 8; 1 = in "
            "turn; at most 64). `shared_local_copies`: whether what is read from the pool is also "
            "written into the local directory, behind the call (False: lookups answer from the "
-           "pool's records, reads go straight from the pool into memory each time).")
+           "pool's records, reads go straight from the pool into memory each time, and "
+           "'through' puts go to the pool alone).")
       .def("close", &Store::Close, "Closes the store (its pipelines first). Idempotent.")
       .def_property_readonly("closed", &Store::closed,
                              "True once closed (close(), a `with` block, or its parent closed).")

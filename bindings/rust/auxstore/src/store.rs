@@ -180,7 +180,8 @@ impl Options {
     /// false the lookups answer from the pool's records and reads of
     /// snapshots only the pool holds go straight from the pool into memory
     /// each time; calls that work on a local copy (manifests and so the
-    /// restore pipeline, row reads, leases) still write one.
+    /// restore pipeline, row reads, leases) still write one, and a put
+    /// (write-through) goes to the pool alone, nothing into the directory.
     pub fn shared_local_copies(&mut self, local_copies: bool) -> Result<&mut Self> {
         // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe {
