@@ -67,7 +67,7 @@ struct RunFigures {
   double raw_read = 0;   // aio reads into librados's buffers, nothing copied or checked
   double read_into = 0;  // ReadPagesInto: into the caller's (staging) buffers, checked
   double store_put = -1, store_restore = -1, store_batch_restore = -1;  // -1: not built
-  double store_put_uncopied = -1;
+  double store_put_uncopied = -1, store_batch_put = -1, store_batch_put_uncopied = -1;
   double store_into = -1, store_into_settled = -1, store_batch_settled = -1;
   // CPU per MiB: the `rados bench seq` process; this process restoring.
   double seq_cpu_ms_per_mib = 0, store_into_cpu = -1, store_batch_cpu = -1;
@@ -209,6 +209,8 @@ bool RunOnce(const Options& o, const RadosUri& uri, int run, RunFigures& f) {
   if (!store.ok()) return std::fprintf(stderr, "%s\n", store.status().ToString().c_str()), false;
   f.store_put = store->put_mib_s;
   f.store_put_uncopied = store->uncopied_put_mib_s;
+  f.store_batch_put = store->batch_put_mib_s;
+  f.store_batch_put_uncopied = store->uncopied_batch_put_mib_s;
   f.store_restore = store->restore_mib_s;
   f.store_batch_restore = store->batch_restore_mib_s;
   f.store_batch_settled = store->batch_restore_settled_mib_s;
@@ -239,7 +241,7 @@ int Main(const Options& o) {
   std::vector<double> bw, bs, put, read, put_ratio, read_ratio, into, into_ratio, raw;
   std::vector<double> sput, sput_ratio, srestore, srestore_ratio, sbatch, sbatch_ratio;
   std::vector<double> sinto, sinto_ratio, suncopied_each, suncopied_batch, spool_all;
-  std::vector<double> suncopied_put;
+  std::vector<double> suncopied_put, sbatch_put, suncopied_batch_put;
   for (int r = 0; r < o.runs; ++r) {
     RunFigures f;
     if (!RunOnce(o, *uri, r, f)) return 1;
@@ -275,7 +277,14 @@ int Main(const Options& o) {
           r + 1, f.store_put_uncopied, f.store_put_uncopied / f.bench_write, f.uncopied_each,
           f.uncopied_each / f.bench_seq, f.uncopied_batch, f.uncopied_batch / f.bench_seq,
           f.pool_all, f.pool_all / f.bench_seq);
+      std::printf(
+          "run %d, one PutSnapshots of all: %.1f (%.2fx bench write), without local copies "
+          "%.1f (%.2fx) MiB/s\n",
+          r + 1, f.store_batch_put, f.store_batch_put / f.bench_write, f.store_batch_put_uncopied,
+          f.store_batch_put_uncopied / f.bench_write);
       suncopied_put.push_back(f.store_put_uncopied / f.bench_write);
+      sbatch_put.push_back(f.store_batch_put / f.bench_write);
+      suncopied_batch_put.push_back(f.store_batch_put_uncopied / f.bench_write);
       suncopied_each.push_back(f.uncopied_each / f.bench_seq);
       suncopied_batch.push_back(f.uncopied_batch / f.bench_seq);
       spool_all.push_back(f.pool_all / f.bench_seq);
@@ -310,6 +319,8 @@ int Main(const Options& o) {
     show("store restore into memory", sinto, "MiB/s");
     show("into memory / bench seq", sinto_ratio, "");
     show("no copies, put / write", suncopied_put, "");
+    show("PutSnapshots / write", sbatch_put, "");
+    show("no copies, PutSnapshots / write", suncopied_batch_put, "");
     show("no copies, each / seq", suncopied_each, "");
     show("no copies, batch / seq", suncopied_batch, "");
     show("one call, no lookup / seq", spool_all, "");

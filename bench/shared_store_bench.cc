@@ -2,7 +2,8 @@
 // snapshots put through a store whose Options::shared names the pool
 // (SharedWrite::kThrough: acknowledged once RADOS acknowledged; and, other
 // snapshots, through one with Options::shared_local_copies off: to the pool
-// alone), then
+// alone; and others again in one PutSnapshots each, with local copies and
+// without), then
 // restored cold by a second store with an empty local directory (a
 // LongestPrefix per snapshot: one batched pool round, pages read and
 // checked, the snapshot written into the local store), by a third with one
@@ -94,18 +95,23 @@ Result<StoreFigures> RunStoreLevel(const rados::RadosUri& uri, const std::string
   const double mib = static_cast<double>(snapshots) * layers * layer_bytes / (1024.0 * 1024.0);
   // Puts every snapshot of a set through `store` (its layers made into
   // `bytes`, distinct per run, set and snapshot): seconds in PutSnapshot.
+  // Layer l of snapshot s of a set into `out`: distinct per run, set,
+  // snapshot and layer.
+  const auto make_layer = [&](size_t set, size_t s, size_t l, std::vector<uint8_t>& out) {
+    uint64_t x = (run + 1) * 0x9E3779B97F4A7C15ull +
+                 ((set * snapshots + s) * layers + l + 1) * 0xD1B54A32D192ED03ull;
+    auto* words = reinterpret_cast<uint64_t*>(out.data());
+    for (size_t w = 0; w < layer_bytes / 8; ++w) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      words[w] = x;
+    }
+  };
   const auto put_all = [&](Store& store, NamespaceId ns, size_t set) -> Result<double> {
     double seconds = 0;
     for (size_t s = 0; s < snapshots; ++s) {
       std::vector<LayerBlob> blobs;
       for (size_t l = 0; l < layers; ++l) {
-        uint64_t x = (run + 1) * 0x9E3779B97F4A7C15ull +
-                     ((set * snapshots + s) * layers + l + 1) * 0xD1B54A32D192ED03ull;
-        auto* words = reinterpret_cast<uint64_t*>(bytes[l].data());
-        for (size_t w = 0; w < layer_bytes / 8; ++w) {
-          x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-          words[w] = x;
-        }
+        make_layer(set, s, l, bytes[l]);
         blobs.push_back({static_cast<uint32_t>(l), Kind::kOpaque, bytes[l]});
       }
       Stopwatch sw;  // the put alone, not the making of its bytes
@@ -114,6 +120,45 @@ Result<StoreFigures> RunStoreLevel(const rados::RadosUri& uri, const std::string
     }
     return seconds;
   };
+  // Every snapshot of a set in one PutSnapshots (each its own memory, made
+  // before the clock starts); the last one read back from the pool through
+  // another store with no local copies, every byte.
+  const auto put_batch = [&](Store& store, NamespaceId ns, size_t set,
+                             const std::string& reader_dir) -> Result<double> {
+    std::vector<std::vector<std::vector<uint8_t>>> data(
+        snapshots, std::vector<std::vector<uint8_t>>(layers, std::vector<uint8_t>(layer_bytes)));
+    std::vector<std::vector<LayerBlob>> blobs(snapshots);
+    std::vector<Store::SnapshotPut> puts(snapshots);
+    for (size_t s = 0; s < snapshots; ++s) {
+      for (size_t l = 0; l < layers; ++l) {
+        make_layer(set, s, l, data[s][l]);
+        blobs[s].push_back({static_cast<uint32_t>(l), Kind::kOpaque, data[s][l]});
+      }
+      puts[s].ns = ns;
+      puts[s].prefix = prefix_of(set, s);
+      puts[s].token_count = 64;
+      puts[s].layers = blobs[s];
+    }
+    Stopwatch sw;
+    AUXSTORE_RETURN_IF_ERROR(store.PutSnapshots(puts));
+    const double seconds = sw.Seconds();
+    AUXSTORE_ASSIGN_OR_RETURN(auto reader, OpenShared(reader_dir, uri_string, false));
+    AUXSTORE_RETURN_IF_ERROR(reader->RegisterNamespace(BenchSpec()).status());
+    std::vector<std::vector<uint8_t>> got(layers, std::vector<uint8_t>(layer_bytes));
+    std::vector<Store::LayerInto> all(layers);
+    for (size_t l = 0; l < layers; ++l) all[l] = {static_cast<uint32_t>(l), got[l]};
+    AUXSTORE_RETURN_IF_ERROR(reader->ReadLayersInto(ns, prefix_of(set, snapshots - 1), all));
+    if (got != data.back()) return Status::Corruption("a batched put read back differs");
+    return seconds;
+  };
+  for (bool local_copies : {true, false}) {  // batches: sets 2 and 3
+    const std::string dir = local_dir + (local_copies ? "/i" : "/j");
+    AUXSTORE_ASSIGN_OR_RETURN(auto store, OpenShared(dir, uri_string, local_copies));
+    AUXSTORE_ASSIGN_OR_RETURN(NamespaceId ns, store->RegisterNamespace(BenchSpec()));
+    AUXSTORE_ASSIGN_OR_RETURN(double seconds,
+                              put_batch(*store, ns, local_copies ? 2 : 3, dir + "-reader"));
+    (local_copies ? f.batch_put_mib_s : f.uncopied_batch_put_mib_s) = mib / seconds;
+  }
   {  // without local copies: the pool alone (another set of snapshots)
     AUXSTORE_ASSIGN_OR_RETURN(auto h, OpenShared(local_dir + "/h", uri_string, false));
     AUXSTORE_ASSIGN_OR_RETURN(NamespaceId ns, h->RegisterNamespace(BenchSpec()));

@@ -15,6 +15,10 @@ struct StoreFigures {
   // PutSnapshot (kThrough) with Options::shared_local_copies off: to the
   // pool alone, as many other snapshots.
   double uncopied_put_mib_s = 0;
+  // One PutSnapshots of as many other snapshots (kThrough), with local
+  // copies and without.
+  double batch_put_mib_s = 0;
+  double uncopied_batch_put_mib_s = 0;
   double restore_mib_s = 0;  // LongestPrefix on an empty local store: pool -> local
   // One CountLeadingStored of all of them on another empty store, then a
   // ReadLayersInto of each: pool -> the caller's memory, and until every
@@ -43,7 +47,8 @@ struct StoreFigures {
 
 // Puts `snapshots` snapshots of `layers` opaque layers of `layer_bytes`
 // (distinct bytes per run) through a store with no local copies in
-// local_dir/h, then as many others through a store in local_dir/a, then restores
+// local_dir/h, as many others in one PutSnapshots through local_dir/i and
+// (no local copies) local_dir/j, then as many others through a store in local_dir/a, then restores
 // each cold through a store in local_dir/b (a LongestPrefix each), then all
 // of them through a store in local_dir/c (one CountLeadingStored: a batch,
 // then a ReadLayersInto of each), then each into memory through a store

@@ -161,6 +161,47 @@ int auxstore_put_snapshot_ex(auxstore_t* db, uint64_t ns, const uint8_t prefix[1
                [&] { return Put(db, ns, prefix, token_count, n_layers, layers, options); });
 }
 
+int auxstore_put_snapshots(auxstore_t* db, const auxstore_snapshot_put_t* snapshots, size_t n,
+                           int* results, char** errmsg) {
+  return Guard(__func__, errmsg, [&]() -> Status {
+    AUXSTORE_ASSIGN_OR_RETURN(const auto d, Live(db, "db"));
+    if (n > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(snapshots, "snapshots"));
+    // Each snapshot's arguments checked on their own: a bad one fails alone.
+    std::vector<Status> outcome(n);
+    std::vector<std::vector<LayerBlob>> blobs(n);
+    std::vector<std::vector<auxstore::Prefix>> chains(n);
+    std::vector<auxstore::Store::SnapshotPut> puts;
+    std::vector<size_t> which;
+    for (size_t i = 0; i < n; ++i) {
+      const auxstore_snapshot_put_t& s = snapshots[i];
+      const std::string at = "snapshots[" + std::to_string(i) + "]";
+      auxstore::Store::SnapshotPut p;
+      outcome[i] = ToLayers(s.layers, s.n_layers, &blobs[i]).WithContext(at);
+      if (outcome[i].ok()) {
+        outcome[i] =
+            auxstore::capi::ToPutOptions(s.options, at + ".options", &chains[i], &p.options);
+      }
+      if (!outcome[i].ok()) continue;
+      p.ns = s.ns;
+      p.prefix = ToPrefix(s.prefix);
+      p.token_count = s.token_count;
+      p.layers = blobs[i];
+      puts.push_back(std::move(p));
+      which.push_back(i);
+    }
+    (void)d->store->PutSnapshots(puts);
+    for (size_t k = 0; k < puts.size(); ++k) {
+      outcome[which[k]] = puts[k].status.WithContext("snapshots[" + std::to_string(which[k]) + "]");
+    }
+    Status first;
+    for (size_t i = 0; i < n; ++i) {
+      if (results != nullptr) results[i] = static_cast<int>(outcome[i].code());
+      if (first.ok() && !outcome[i].ok()) first = outcome[i];
+    }
+    return first;
+  });
+}
+
 int auxstore_put_snapshot_with_digest(auxstore_t* db, uint64_t ns, const uint8_t prefix[16],
                                       uint64_t token_count, const uint8_t token_digest[16],
                                       size_t n_layers, const auxstore_layer_t* layers,

@@ -281,6 +281,28 @@ int auxstore_put_snapshot_ex(auxstore_t* db, uint64_t ns, const uint8_t prefix[1
                              uint64_t token_count, size_t n_layers, const auxstore_layer_t* layers,
                              const auxstore_put_options_t* options, char** errmsg);
 
+/* One snapshot of auxstore_put_snapshots: what auxstore_put_snapshot_ex
+ * takes. */
+typedef struct auxstore_snapshot_put_t {
+  uint64_t ns;
+  uint8_t prefix[16];
+  uint64_t token_count;
+  size_t n_layers;
+  const auxstore_layer_t* layers;
+  const auxstore_put_options_t* options; /* NULL: none */
+} auxstore_snapshot_put_t;
+/* Puts `n` snapshots (a connector's batch of pages), each exactly as
+ * auxstore_put_snapshot_ex puts it, in order; the outcome of snapshot i in
+ * results[i] (an AUXSTORE_* code; `results` may be NULL). A snapshot's own
+ * bad argument (a NULL pointer, an unknown kind, bad options) or refused
+ * layers fail that snapshot only: the others are still put. Returns
+ * AUXSTORE_OK when every snapshot was put, else the first failed one's
+ * code, its message naming snapshots[i]. On a store with a shared pool
+ * (AUXSTORE_SHARED_THROUGH) the pages of all go to the pool in one window
+ * rather than one snapshot after another. */
+int auxstore_put_snapshots(auxstore_t* db, const auxstore_snapshot_put_t* snapshots, size_t n,
+                           int* results, char** errmsg);
+
 /* The longest stored prefix among `n` candidates ordered shortest to
  * longest: AUXSTORE_OK with its index in *found_index, or AUXSTORE_NOT_FOUND
  * (with a message; *found_index untouched) when none is stored. */

@@ -243,6 +243,27 @@ class Store {
   virtual Status PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t token_count,
                              std::span<const LayerBlob> layers, const PutOptions& put = {}) = 0;
 
+  // One snapshot of PutSnapshots: what PutSnapshot takes, and (set by the
+  // call) what came of it.
+  struct SnapshotPut {
+    NamespaceId ns = 0;
+    Prefix prefix;
+    uint64_t token_count = 0;
+    std::span<const LayerBlob> layers;
+    PutOptions options;
+    Status status;  // out
+  };
+  // Puts several snapshots (of any namespaces), each exactly as PutSnapshot
+  // puts it (the same checks and errors, the same durability once the call
+  // returns), in order, each one's outcome in its `status`: one refused or
+  // failed never stops the others. A batch of a connector's pages. On a
+  // store with Options::shared and kThrough the pages of every snapshot go
+  // to the pool in one window (no drain between snapshots), a page that
+  // several of them name sent once, and each record is committed after its
+  // own pages (and its local commit). Returns the first error (OK when
+  // every snapshot was put).
+  virtual Status PutSnapshots(std::span<SnapshotPut> puts);
+
   virtual Result<Manifest> GetManifest(NamespaceId ns, const Prefix& prefix) = 0;
 
   // Streams one layer. Every chunk's envelope checksum and the whole-blob

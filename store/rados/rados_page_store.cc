@@ -10,13 +10,15 @@ namespace auxstore::rados {
 
 Result<PagePutResult> RadosPageStore::PutPages(std::span<const ByteSpan> pages) {
   PagePutResult out;
-  out.keys.reserve(pages.size());
-  for (ByteSpan p : pages) out.keys.push_back(PageKey::Of(p));
+  out.keys.resize(pages.size());
   std::vector<librados::ObjectWriteOperation> ops(pages.size());
   std::optional<Status> first_error;
   RunWindowed(
       pages.size(), max_in_flight_,
       [&](size_t i, librados::AioCompletion* c) {
+        // Each page hashed as it is sent: beside the writes in flight, not
+        // one pass over every page before the first is sent.
+        out.keys[i] = PageKey::Of(pages[i]);
         librados::bufferlist bl;
         bl.append(reinterpret_cast<const char*>(pages[i].data()), pages[i].size());
         ops[i].create(true);  // exclusive: EEXIST, nothing written, if any writer got there first

@@ -57,6 +57,7 @@ class TieredStore final : public Store {
   Result<std::vector<std::pair<NamespaceId, NamespaceSpec>>> ListNamespaces() override;
   Status PutSnapshot(NamespaceId ns, const Prefix& prefix, uint64_t token_count,
                      std::span<const LayerBlob> layers, const PutOptions& put) override;
+  Status PutSnapshots(std::span<SnapshotPut> puts) override;
   Result<Manifest> GetManifest(NamespaceId ns, const Prefix& prefix) override;
   Status ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
                    const ChunkSink& sink) override;
@@ -113,6 +114,11 @@ class TieredStore final : public Store {
   // and the record committed to the pool, nothing written locally.
   Status PutToPool(NamespaceId ns, const Prefix& prefix, uint64_t token_count,
                    std::span<const LayerBlob> layers, const PutOptions& put);
+  // The upload PutToPool commits: the record with its planned manifest (a
+  // put id of its own) and the layers' bytes; the local put's error for
+  // layers it refuses, NotFound for a namespace not registered here.
+  Result<shared::Upload> PlanForPool(NamespaceId ns, const Prefix& prefix, uint64_t token_count,
+                                     std::span<const LayerBlob> layers, const PutOptions& put);
 
   // The upload of a put: the local manifest and the bytes matching it
   // (`ahead`: pages already in the pool, SharedTier::PutPagesAhead).

@@ -649,6 +649,55 @@ static void test_shared_stats_without_a_tier(void) {
         s.restores == 0 && s.corruptions == 0 && s.shed == 0);
 }
 
+/* Many snapshots in one call: each put as auxstore_put_snapshot_ex puts it,
+ * each with its own outcome; a bad argument fails its snapshot alone. */
+static void test_put_snapshots(void) {
+  uint8_t data[4][128];
+  for (int i = 0; i < 4; ++i)
+    for (int b = 0; b < 128; ++b) data[i][b] = (uint8_t)next_random();
+  auxstore_layer_t layers[4];
+  auxstore_snapshot_put_t puts[4];
+  memset(puts, 0, sizeof puts);
+  for (int i = 0; i < 4; ++i) {
+    layers[i].layer = 0;
+    layers[i].kind = AUXSTORE_KIND_OPAQUE;
+    layers[i].data = data[i];
+    layers[i].size = (size_t)(100 + i);
+    puts[i].ns = g_ns;
+    memset(puts[i].prefix, 0xB0 + i, 16);
+    puts[i].token_count = 8;
+    puts[i].n_layers = 1;
+    puts[i].layers = &layers[i];
+  }
+  layers[1].kind = 9; /* not a kind */
+  auxstore_put_options_t short_options;
+  memset(&short_options, 0, sizeof short_options);
+  short_options.struct_size = 1;
+  puts[3].options = &short_options;
+  int results[4] = {-1, -1, -1, -1};
+  CHECK_ERR(auxstore_put_snapshots(g_db, puts, 4, results, &err), AUXSTORE_INVALID_ARGUMENT,
+            "snapshots[1]: layers[0].kind is 9");
+  CHECK(results[0] == AUXSTORE_OK && results[1] == AUXSTORE_INVALID_ARGUMENT &&
+        results[2] == AUXSTORE_OK && results[3] == AUXSTORE_INVALID_ARGUMENT);
+  for (int i = 0; i < 4; i += 2) {
+    void* got = NULL;
+    size_t size = 0;
+    CHECK_OK(auxstore_get_layer(g_db, g_ns, puts[i].prefix, 0, &got, &size, &err));
+    CHECK(got != NULL && size == layers[i].size && memcmp(got, data[i], size) == 0);
+    auxstore_free(got);
+  }
+  void* none = NULL;
+  size_t none_size = 0;
+  CHECK_ERR(auxstore_get_layer(g_db, g_ns, puts[3].prefix, 0, &none, &none_size, &err),
+            AUXSTORE_NOT_FOUND, "");
+  CHECK_ERR(auxstore_put_snapshots(NULL, puts, 1, NULL, &err), AUXSTORE_INVALID_ARGUMENT,
+            "db is NULL");
+  CHECK_ERR(auxstore_put_snapshots(g_db, NULL, 2, NULL, &err), AUXSTORE_INVALID_ARGUMENT,
+            "snapshots is NULL");
+  CHECK_OK(auxstore_put_snapshots(g_db, NULL, 0, NULL, &err));
+  for (int i = 0; i < 4; ++i) CHECK_OK(auxstore_erase(g_db, g_ns, puts[i].prefix, &err));
+}
+
 static void test_erase_and_read_only(void) {
   size_t found = 0;
   CHECK_ERR(auxstore_erase(g_db, g_ns, NULL, &err), AUXSTORE_INVALID_ARGUMENT, "prefix is NULL");
@@ -703,6 +752,7 @@ int main(void) {
   if (g_db != NULL) {
     test_snapshots();
     test_shared_stats_without_a_tier();
+    test_put_snapshots();
     test_backend_and_states();
     if (g_backend != NULL) test_restore();
     auxstore_backend_destroy(g_backend);

@@ -130,28 +130,46 @@ testing::AssertionResult ReadAll(auxstore_t* db, uint64_t ns) {
   return testing::AssertionSuccess();
 }
 
-// Puts every snapshot through `db`, its namespace registered (in *ns).
-testing::AssertionResult PutAll(auxstore_t* db, uint64_t* ns) {
+// Puts every snapshot through `db`, its namespace registered (in *ns): one
+// auxstore_put_snapshot each, or all in one auxstore_put_snapshots.
+testing::AssertionResult PutAll(auxstore_t* db, uint64_t* ns, bool batch = false) {
   const auxstore_geometry_t opaque_only = {0, 0, 0, 0, 0.0f, 0.0f, 0, 0};
   char* err = nullptr;
   if (auto r = Ok(auxstore_register_namespace(db, "shared-capi", &opaque_only, ns, &err), err);
       !r) {
     return r << " (register)";
   }
+  std::vector<std::vector<std::vector<uint8_t>>> bytes(kSnapshots);
+  std::vector<std::vector<auxstore_layer_t>> layers(kSnapshots);
+  std::vector<auxstore_snapshot_put_t> puts(kSnapshots);
   for (uint32_t s = 0; s < kSnapshots; ++s) {
-    std::vector<std::vector<uint8_t>> bytes(kLayers);
-    std::vector<auxstore_layer_t> layers;
+    bytes[s].resize(kLayers);
     for (uint32_t l = 0; l < kLayers; ++l) {
-      bytes[l].resize(LayerBytes(s, l));
-      for (size_t b = 0; b < bytes[l].size(); ++b) bytes[l][b] = ByteOf(s, l, b);
-      layers.push_back({l, AUXSTORE_KIND_OPAQUE, bytes[l].data(), bytes[l].size()});
+      bytes[s][l].resize(LayerBytes(s, l));
+      for (size_t b = 0; b < bytes[s][l].size(); ++b) bytes[s][l][b] = ByteOf(s, l, b);
+      layers[s].push_back({l, AUXSTORE_KIND_OPAQUE, bytes[s][l].data(), bytes[s][l].size()});
     }
-    uint8_t prefix[16];
-    PrefixOf(s, prefix);
-    if (auto r =
-            Ok(auxstore_put_snapshot(db, *ns, prefix, 64, layers.size(), layers.data(), &err), err);
+    puts[s] = {*ns, {}, 64, layers[s].size(), layers[s].data(), nullptr};
+    PrefixOf(s, puts[s].prefix);
+    if (batch) continue;
+    if (auto r = Ok(auxstore_put_snapshot(db, *ns, puts[s].prefix, 64, layers[s].size(),
+                                          layers[s].data(), &err),
+                    err);
         !r) {
       return r << " (put " << s << ")";
+    }
+  }
+  if (batch) {
+    std::vector<int> results(kSnapshots, -1);
+    if (auto r =
+            Ok(auxstore_put_snapshots(db, puts.data(), puts.size(), results.data(), &err), err);
+        !r) {
+      return r << " (put_snapshots)";
+    }
+    for (uint32_t s = 0; s < kSnapshots; ++s) {
+      if (results[s] != AUXSTORE_OK) {
+        return testing::AssertionFailure() << "snapshot " << s << ": rc " << results[s];
+      }
     }
   }
   return testing::AssertionSuccess();
@@ -178,13 +196,14 @@ TEST_F(SharedCapiTest, HostReadsOfAnotherProcessesSnapshotsComeFromThePoolAndAre
   auxstore_close(local);
 }
 
-// A store with no local copies puts to the pool alone: another store reads
-// every byte, and the putting store's directory holds nothing.
+// A store with no local copies puts to the pool alone (here all in one
+// auxstore_put_snapshots): another store reads every byte, and the putting
+// store's directory holds nothing.
 TEST_F(SharedCapiTest, PutsWithoutLocalCopiesGoToThePoolAlone) {
   uint64_t ns = 0;
   auxstore_t* a = Open("a", /*shared=*/true, /*local_copies=*/0);
   ASSERT_NE(a, nullptr);
-  ASSERT_TRUE(PutAll(a, &ns));
+  ASSERT_TRUE(PutAll(a, &ns, /*batch=*/true));
   EXPECT_TRUE(ReadAll(a, ns)) << "from the pool";
   auxstore_close(a);
   auxstore_t* b = Open("b", /*shared=*/true);

@@ -696,6 +696,78 @@ TEST_F(SharedStoreTest, WithoutLocalCopiesAPutGoesToThePoolAloneAndEveryNodeRead
   EXPECT_EQ((*local)->Stats().snapshots, 0u);
 }
 
+// PutSnapshots on the pool, with local copies and without: the pages of
+// every snapshot of the batch in one window, each record committed after
+// its own; each snapshot's outcome is PutSnapshot's (a refused one sends
+// nothing and stops none of the others); another node restores each exact,
+// and every page sent is named by a record.
+TEST_F(SharedStoreTest, APutOfManySnapshotsSendsTheirPagesInOneWindowEachWithItsOwnOutcome) {
+  size_t manifests = 0;
+  for (bool local_copies : {true, false}) {
+    SCOPED_TRACE(local_copies ? "local copies" : "no local copies");
+    const Conversation conv(local_copies ? 67 : 68);
+    Options o;
+    o.shared = uri_;
+    o.background_maintenance = false;
+    o.shared_local_copies = local_copies;
+    NamespaceId ns = 0;
+    {
+      auto opened = Store::Open(o, tmp_.Sub(local_copies ? "a" : "p"));
+      ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+      Store& a = **opened;
+      auto id = a.RegisterNamespace(conv.spec());
+      ASSERT_TRUE(id.ok()) << id.status().ToString();
+      ns = *id;
+      const std::vector<uint64_t> tokens = {128, 256, 384, 448, 512};
+      std::vector<std::vector<std::vector<uint8_t>>> blobs;
+      std::vector<std::vector<LayerBlob>> layers;
+      std::vector<std::vector<Prefix>> chains;
+      for (uint64_t n : tokens) {
+        blobs.push_back(conv.Blobs(n));
+        chains.push_back(conv.Chain(n));
+      }
+      blobs[3][1].pop_back();  // 448: a DSA blob a byte short
+      std::vector<Store::SnapshotPut> puts(tokens.size());
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        layers.push_back({{0, Kind::kQsa, blobs[i][0]},
+                          {1, Kind::kDsa, blobs[i][1]},
+                          {2, Kind::kOpaque, blobs[i][2]}});
+      }
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        puts[i].ns = i == 4 ? ns + 1 : ns;  // 512: a namespace never registered
+        puts[i].prefix = conv.PrefixOf(tokens[i]);
+        puts[i].token_count = tokens[i];
+        puts[i].layers = layers[i];
+        puts[i].options.block_chain = chains[i];
+        puts[i].options.block_size = kBlock;
+      }
+      const Status first = a.PutSnapshots(puts);
+      for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(puts[i].status.ok()) << puts[i].status.ToString();
+      EXPECT_EQ(puts[3].status.code(), StatusCode::kCorruption) << puts[3].status.ToString();
+      EXPECT_EQ(puts[4].status.code(), StatusCode::kNotFound) << puts[4].status.ToString();
+      EXPECT_EQ(first.code(), StatusCode::kCorruption) << first.ToString();
+      EXPECT_NE(first.ToString().find("puts[3]"), std::string::npos) << first.ToString();
+      const StoreStats sa = a.Stats();
+      EXPECT_EQ(sa.shared_uploads, 3u);
+      EXPECT_EQ(sa.snapshots, local_copies ? 3u : 0u);
+      manifests += 3;
+      rados::RadosReclaim reclaim(*conn_);
+      auto listing = reclaim.ListReclaimable(std::chrono::seconds(3 * kOpTimeoutMs / 1000));
+      ASSERT_TRUE(listing.ok()) << listing.status().ToString();
+      EXPECT_EQ(listing->manifests, manifests);
+      EXPECT_EQ(listing->named, listing->pages) << "pages sent that no record names";
+    }
+    auto b = Open(tmp_.Sub(local_copies ? "b" : "c"));
+    ASSERT_TRUE(b);
+    for (uint64_t n : {128, 256, 384}) {
+      const Status st = conv.Check(*b, ns, n);
+      EXPECT_TRUE(st.ok()) << n << ": " << st.ToString();
+    }
+    EXPECT_TRUE(conv.Check(*b, ns, 448).IsNotFound());
+    EXPECT_EQ(b->Stats().shared_corruptions, 0u);
+  }
+}
+
 TEST_F(SharedStoreTest, BatchedRestoresFillWhatTheyFetchAndEndTheLeadingRunAtADamagedSnapshot) {
   // A batch fetches snapshot i + 1 from the pool while it writes snapshot i
   // into the local store: whatever a later fetch meets, every snapshot

@@ -185,24 +185,46 @@ void RegisterStoreWrites(StoreClass& store) {
           all.push_back({ToPrefix(t[0], (at + " prefix").c_str()), ToU64(t[1], at + " token_count"),
                          ToLayers(t[2], at + " layers")});
         }
-        std::vector<bool> ok(all.size(), false);
+        std::vector<auxstore_snapshot_put_t> puts(all.size());
+        for (size_t i = 0; i < all.size(); ++i) {
+          puts[i].ns = ns;
+          std::copy(all[i].p.begin(), all[i].p.end(), puts[i].prefix);
+          puts[i].token_count = all[i].tokens;
+          puts[i].n_layers = all[i].layers.c.size();
+          puts[i].layers = all[i].layers.c.data();
+        }
+        std::vector<int> results(all.size(), AUXSTORE_OK);
+        int rc = AUXSTORE_OK;
+        std::string message;
         {
           py::gil_scoped_release release;
           s.With([&](auxstore_t* db) {
-            for (size_t i = 0; i < all.size(); ++i) {
-              Item& x = all[i];
-              ok[i] = CheckAllowing(AUXSTORE_CAPACITY, [&](char** e) {
-                        return auxstore_put_snapshot(db, ns, x.p.data(), x.tokens,
-                                                     x.layers.c.size(), x.layers.c.data(), e);
-                      }) == AUXSTORE_OK;
-            }
+            char* e = nullptr;
+            rc = auxstore_put_snapshots(db, puts.data(), puts.size(), results.data(), &e);
+            if (e != nullptr) message = e;
+            auxstore_free(e);
           });
+        }
+        std::vector<bool> ok(all.size(), false);
+        for (size_t i = 0; i < all.size(); ++i) {
+          ok[i] = results[i] == AUXSTORE_OK;
+          if (ok[i] || results[i] == AUXSTORE_CAPACITY) continue;
+          // The call's message is its first failure's: this one's when no
+          // shed snapshot came before it.
+          const bool first = std::all_of(results.begin(), results.begin() + i,
+                                         [](int r) { return r == AUXSTORE_OK; });
+          throw Error(results[i], first && rc == results[i]
+                                      ? message
+                                      : "auxstore_put_snapshots: snapshots[" + std::to_string(i) +
+                                            "]: " + auxstore_code_name(results[i]));
         }
         return ok;
       },
       py::arg("ns"), py::arg("items"),
-      "Writes many snapshots [(prefix, token_count, layers), ...] in one GIL-free call: a list "
-      "of bools, False where the store shed it (Capacity); any other error raises.");
+      "Writes many snapshots [(prefix, token_count, layers), ...] in one GIL-free call "
+      "(auxstore_put_snapshots: on a shared pool their pages go in one window): a list of bools, "
+      "False where the store shed it (Capacity); any other error raises once every snapshot was "
+      "tried.");
 
   store.def(
       "erase",

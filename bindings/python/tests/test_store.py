@@ -249,6 +249,17 @@ def test_batched_put_and_read(store, ns):
         store.batch_read_into(ns, [(prefix(0), {2: bytearray(1)})])
 
 
+def test_batched_put_tries_every_snapshot_before_it_raises(store, ns):
+    pages = [random_bytes(2000, 10 + i) for i in range(3)]
+    items = [(prefix(10 + i), 16, [(2, "opaque", pages[i])]) for i in range(3)]
+    items[1] = (prefix(11), 16, [(2, "qsa", b"not a QSA blob")])
+    with pytest.raises(auxstore.AuxstoreError, match=r"snapshots\[1\]"):
+        store.batch_put(ns, items)
+    assert store.exists(ns, prefix(10)) and store.exists(ns, prefix(12))
+    assert not store.exists(ns, prefix(11))
+    assert store.get_layer(ns, prefix(12), 2) == pages[2]
+
+
 def test_erase_flush_stats_read_only(store_path):
     with auxstore.Store(store_path, durability="async") as s:
         ns = s.register_namespace("m")
