@@ -359,6 +359,24 @@ pub struct auxstore_put_options_t {
     pub block_size: u32,
 }
 
+/// One snapshot of [`auxstore_put_snapshots`]: what [`auxstore_put_snapshot_ex`] takes.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct auxstore_snapshot_put_t {
+    /// The namespace id.
+    pub ns: u64,
+    /// The snapshot's prefix.
+    pub prefix: [u8; 16],
+    /// Tokens the snapshot covers.
+    pub token_count: u64,
+    /// Entries at `layers`.
+    pub n_layers: usize,
+    /// The layers, read during the call only.
+    pub layers: *const auxstore_layer_t,
+    /// Put options, or NULL (none).
+    pub options: *const auxstore_put_options_t,
+}
+
 /// One layer of one snapshot into `[offset, offset + capacity)` of a
 /// registered host buffer ([`auxstore_host_read_start`]).
 #[repr(C)]
@@ -693,6 +711,11 @@ c_api! {
     /// storing QSA/DSA rows in shared pages. A bad chain is `AUXSTORE_INVALID_ARGUMENT` and nothing
     /// is written.
     pub fn auxstore_put_snapshot_ex(db: *mut auxstore_t, ns: u64, prefix: *const u8, token_count: u64, n_layers: usize, layers: *const auxstore_layer_t, options: *const auxstore_put_options_t, errmsg: *mut *mut c_char) -> c_int;
+    /// Puts `n` snapshots, each as [`auxstore_put_snapshot_ex`] puts it, in order; snapshot i's
+    /// code in `results[i]` (`results` may be NULL). A snapshot's own bad argument or refused
+    /// layers fail it alone. Returns OK when every snapshot was put, else the first failed one's
+    /// code (its message names `snapshots[i]`). On a shared pool the pages of all go in one window.
+    pub fn auxstore_put_snapshots(db: *mut auxstore_t, snapshots: *const auxstore_snapshot_put_t, n: usize, results: *mut c_int, errmsg: *mut *mut c_char) -> c_int;
     /// The longest stored prefix among `n` candidates (shortest first): OK with its index in
     /// `*found_index`, or `AUXSTORE_NOT_FOUND` when none is stored.
     pub fn auxstore_longest_prefix(db: *mut auxstore_t, ns: u64, candidates: *const [u8; 16], n: usize, found_index: *mut usize, errmsg: *mut *mut c_char) -> c_int;

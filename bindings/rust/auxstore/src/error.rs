@@ -137,7 +137,7 @@ impl ErrMsg {
     pub(crate) fn out(&mut self) -> *mut *mut c_char {
         &mut self.0
     }
-    fn text(&self, code: c_int) -> String {
+    pub(crate) fn text(&self, code: c_int) -> String {
         if self.0.is_null() {
             format!("{} (no message)", code_name(code))
         } else {

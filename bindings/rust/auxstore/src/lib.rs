@@ -165,7 +165,7 @@ pub use store::{metrics_text, Lease, Options, Store};
 pub use types::{
     bf16_from_bytes, bf16_to_bytes, BackendKind, Bytes, DType, Durability, Geometry, Kind, Layer, LayerDest, LayerInfo,
     LogLevel, Manifest, Namespace, NamespaceSpec, OpaqueLayer, PipelineOptions, PipelineStats, Prefix, PrefixMatch,
-    PutOptions, SharedStats, SharedWrite, Stats, TokenDigest,
+    PutOptions, SharedStats, SharedWrite, SnapshotPut, Stats, TokenDigest,
 };
 
 /// docs/rust.md's Rust blocks (the complete example among them), compiled and

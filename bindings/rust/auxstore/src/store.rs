@@ -185,11 +185,7 @@ impl Options {
     pub fn shared_local_copies(&mut self, local_copies: bool) -> Result<&mut Self> {
         // SAFETY: a live handle (self) and pointers to values that outlive the call.
         check(|e| unsafe {
-            sys::auxstore_options_set_shared_local_copies(
-                self.raw.as_ptr(),
-                local_copies as c_int,
-                e,
-            )
+            sys::auxstore_options_set_shared_local_copies(self.raw.as_ptr(), local_copies as c_int, e)
         })?;
         Ok(self)
     }
@@ -482,6 +478,54 @@ impl Store {
                 e,
             )
         })
+    }
+
+    /// Puts every snapshot of `puts`, each as [`Store::put_snapshot_with`]
+    /// puts it, in order (`auxstore_put_snapshots`): one outcome per
+    /// snapshot, a refused or failed one never stopping the others. The
+    /// first failure carries the store's message; later ones name their
+    /// index and code. On a shared pool the pages of all go to the pool in
+    /// one window (a connector's batch of pages).
+    pub fn put_snapshots(&self, puts: &[crate::SnapshotPut<'_>]) -> Vec<Result<()>> {
+        let layers: Vec<Vec<sys::auxstore_layer_t>> = puts.iter().map(|p| Store::c_layers(p.layers)).collect();
+        let options: Vec<Option<sys::auxstore_put_options_t>> =
+            puts.iter().map(|p| p.options.map(|o| o.to_c())).collect();
+        let c: Vec<sys::auxstore_snapshot_put_t> = puts
+            .iter()
+            .enumerate()
+            .map(|(i, p)| sys::auxstore_snapshot_put_t {
+                ns: p.ns.0,
+                prefix: p.prefix.0,
+                token_count: p.token_count,
+                n_layers: layers[i].len(),
+                layers: layers[i].as_ptr(),
+                options: options[i].as_ref().map_or(ptr::null(), |o| o as *const _),
+            })
+            .collect();
+        let mut codes = vec![sys::AUXSTORE_OK; puts.len()];
+        let mut err = crate::error::ErrMsg::new();
+        // SAFETY: a live handle (self); `c`, the layers and options it points
+        // to, and `codes` (puts.len() entries) outlive the call.
+        let first =
+            unsafe { sys::auxstore_put_snapshots(self.as_raw(), c.as_ptr(), c.len(), codes.as_mut_ptr(), err.out()) };
+        let message = err.text(first);
+        let mut seen_failure = false;
+        codes
+            .iter()
+            .enumerate()
+            .map(|(i, &code)| {
+                if code == sys::AUXSTORE_OK {
+                    return Ok(());
+                }
+                let text = if seen_failure {
+                    format!("auxstore_put_snapshots: snapshots[{i}]: {}", crate::error::code_name(code))
+                } else {
+                    message.clone()
+                };
+                seen_failure = true;
+                Err(Error::from_code(code, text))
+            })
+            .collect()
     }
 
     /// The C view of a prefix slice: NULL when empty, else its elements

@@ -289,6 +289,22 @@ impl<'a> Layer<'a> {
     }
 }
 
+/// One snapshot of [`crate::Store::put_snapshots`]: what
+/// [`crate::Store::put_snapshot_with`] takes.
+#[derive(Debug, Clone, Copy)]
+pub struct SnapshotPut<'a> {
+    /// Its namespace.
+    pub ns: Namespace,
+    /// Its prefix.
+    pub prefix: Prefix,
+    /// Tokens it covers.
+    pub token_count: u64,
+    /// Its layers, borrowed for the call only.
+    pub layers: &'a [Layer<'a>],
+    /// How it is put (None: as [`crate::Store::put_snapshot`]).
+    pub options: Option<&'a PutOptions<'a>>,
+}
+
 /// How a snapshot is put ([`crate::Store::put_snapshot_with`],
 /// `auxstore_put_options_t`). [`Default`] is none: no digest, each layer
 /// stored whole. Built by chaining:

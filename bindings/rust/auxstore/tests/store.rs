@@ -265,3 +265,37 @@ fn read_only_handles_and_reopen() {
     let rw = open_store(&dir);
     assert_eq!(rw.get_manifests(ns, &[p]).unwrap(), vec![Some(32)]);
 }
+
+#[test]
+fn a_batch_of_puts_gives_each_snapshot_its_own_outcome() {
+    let dir = TempDir::new("batch");
+    let store = open_store(&dir);
+    let ns = store.register_namespace("m", &geometry()).unwrap();
+    let pages: Vec<Vec<u8>> = (0..3u8).map(|i| vec![i + 1; 500 + usize::from(i)]).collect();
+    let good: Vec<Vec<Layer>> = pages.iter().map(|p| vec![Layer::new(2, Kind::Opaque, p)]).collect();
+    let refused = [Layer::new(0, Kind::Qsa, &[9; 10])]; // not a QSA blob
+    let chain = prefix_hashes(&tokens(5, 32), BLOCK, SALT).unwrap();
+    let chained = PutOptions::new().block_chain(&chain, BLOCK);
+    let puts = [
+        SnapshotPut { ns, prefix: prefix_of(1, 16), token_count: 16, layers: &good[0], options: None },
+        SnapshotPut { ns, prefix: prefix_of(2, 16), token_count: 16, layers: &refused, options: None },
+        SnapshotPut { ns, prefix: prefix_of(3, 16), token_count: 16, layers: &good[1], options: None },
+        SnapshotPut {
+            ns: Namespace(ns.0 + 1),
+            prefix: prefix_of(4, 16),
+            token_count: 16,
+            layers: &good[2],
+            options: None,
+        },
+        SnapshotPut { ns, prefix: *chain.last().unwrap(), token_count: 32, layers: &good[2], options: Some(&chained) },
+    ];
+    let out = store.put_snapshots(&puts);
+    assert_eq!(out.len(), 5);
+    assert!(out[0].is_ok() && out[2].is_ok() && out[4].is_ok(), "{out:?}");
+    let first = out[1].as_ref().unwrap_err();
+    assert!(first.to_string().contains("snapshots[1]"), "{first}");
+    assert!(matches!(out[3], Err(Error::NotFound(_))), "{:?}", out[3]);
+    assert_eq!(store.get_layer(ns, &prefix_of(3, 16), 2).unwrap().to_vec(), pages[1]);
+    assert_eq!(store.get_layer(ns, chain.last().unwrap(), 2).unwrap().to_vec(), pages[2]);
+    assert!(store.put_snapshots(&[]).is_empty());
+}
