@@ -163,7 +163,8 @@ int auxstore_put_snapshot_ex(auxstore_t* db, uint64_t ns, const uint8_t prefix[1
 
 int auxstore_put_snapshots(auxstore_t* db, const auxstore_snapshot_put_t* snapshots, size_t n,
                            int* results, char** errmsg) {
-  return Guard(__func__, errmsg, [&]() -> Status {
+  bool reported = false;  // results[] holds each snapshot's outcome
+  const int rc = Guard(__func__, errmsg, [&]() -> Status {
     AUXSTORE_ASSIGN_OR_RETURN(const auto d, Live(db, "db"));
     if (n > 0) AUXSTORE_RETURN_IF_ERROR(NotNull(snapshots, "snapshots"));
     // Each snapshot's arguments checked on their own: a bad one fails alone.
@@ -198,8 +199,15 @@ int auxstore_put_snapshots(auxstore_t* db, const auxstore_snapshot_put_t* snapsh
       if (results != nullptr) results[i] = static_cast<int>(outcome[i].code());
       if (first.ok() && !outcome[i].ok()) first = outcome[i];
     }
+    reported = true;
     return first;
   });
+  // The call failed as a whole (a bad handle or array, out of memory):
+  // every snapshot's outcome is that failure, never a stale value.
+  if (!reported && results != nullptr && snapshots != nullptr) {
+    for (size_t i = 0; i < n; ++i) results[i] = rc;
+  }
+  return rc;
 }
 
 int auxstore_put_snapshot_with_digest(auxstore_t* db, uint64_t ns, const uint8_t prefix[16],

@@ -297,7 +297,9 @@ typedef struct auxstore_snapshot_put_t {
  * bad argument (a NULL pointer, an unknown kind, bad options) or refused
  * layers fail that snapshot only: the others are still put. Returns
  * AUXSTORE_OK when every snapshot was put, else the first failed one's
- * code, its message naming snapshots[i]. On a store with a shared pool
+ * code, its message naming snapshots[i]. A call that fails as a whole (db
+ * not live, out of memory) sets every results[i] to its code (unless
+ * `snapshots` is NULL). On a store with a shared pool
  * (AUXSTORE_SHARED_THROUGH) the pages of all go to the pool in one window
  * rather than one snapshot after another. */
 int auxstore_put_snapshots(auxstore_t* db, const auxstore_snapshot_put_t* snapshots, size_t n,

@@ -258,10 +258,12 @@ class Store {
   // returns), in order, each one's outcome in its `status`: one refused or
   // failed never stops the others. A batch of a connector's pages. On a
   // store with Options::shared and kThrough the pages of every snapshot go
-  // to the pool in one window (no drain between snapshots), a page that
-  // several of them name sent once, and each record is committed after its
-  // own pages (and its local commit). Returns the first error (OK when
-  // every snapshot was put).
+  // to the pool in one window (no drain between snapshots; a buffer that
+  // several of them name sent once), and each record is committed after
+  // its own pages (and its local commit); a window the pool did not answer
+  // fails each snapshot that sent pages with Unavailable, as each put alone
+  // would have failed. Returns the first error (OK when every snapshot was
+  // put).
   virtual Status PutSnapshots(std::span<SnapshotPut> puts);
 
   virtual Result<Manifest> GetManifest(NamespaceId ns, const Prefix& prefix) = 0;

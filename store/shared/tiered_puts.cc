@@ -4,9 +4,11 @@
 // whose snapshots' pages all go to the pool in one window.
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_future.hpp>
+#include <exception>
 #include <future>
 #include <map>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "store/shared/planned_pages.h"
@@ -128,7 +130,8 @@ Status TieredStore::PutSnapshots(std::span<SnapshotPut> puts) {
     return it->second;
   };
   // Each snapshot's pages, planned as PutSnapshot plans them; a buffer named
-  // by several snapshots is sent once.
+  // by several snapshots is sent once (the same bytes in two buffers are
+  // sent twice: the second write finds the object stored).
   std::vector<ByteSpan> pages;
   std::map<std::pair<const uint8_t*, size_t>, bool> seen;
   const auto add_pages = [&](std::span<const ByteSpan> planned) {
@@ -170,8 +173,21 @@ Status TieredStore::PutSnapshots(std::span<SnapshotPut> puts) {
       sent_ahead[i] = true;
     }
   }
-  // One window for the pages of all, beside the local commits.
+  // One window for the pages of all, beside the local commits. Every task
+  // posted is waited for before this returns, on every path (exceptions
+  // included): the tasks read the callers' layers and this frame's vectors.
   std::future<Result<std::vector<rados::PageKey>>> ahead;
+  Result<std::vector<rados::PageKey>> sent = std::vector<rados::PageKey>{};
+  std::vector<std::future<Status>> records(puts.size());
+  struct WaitForTasks {
+    std::future<Result<std::vector<rados::PageKey>>>& ahead;
+    std::vector<std::future<Status>>& records;
+    ~WaitForTasks() {
+      if (ahead.valid()) ahead.wait();
+      for (auto& r : records)
+        if (r.valid()) r.wait();
+    }
+  } wait_for_tasks{ahead, records};
   if (!pages.empty()) {
     ahead = boost::asio::post(upload_threads_, boost::asio::use_future([this, &pages] {
                                 return tier_->PutPagesAhead(pages);
@@ -182,24 +198,32 @@ Status TieredStore::PutSnapshots(std::span<SnapshotPut> puts) {
       p.status = Local().PutSnapshot(p.ns, p.prefix, p.token_count, p.layers, p.options);
     }
   }
-  Result<std::vector<rados::PageKey>> sent = std::vector<rados::PageKey>{};
-  if (ahead.valid()) sent = ahead.get();  // waited for in every case: it reads the callers' layers
+  if (ahead.valid()) sent = ahead.get();
+  // The pool unreachable: every snapshot that sent pages failed as an
+  // upload fails (a put of its own would wait out the op timeout again).
+  // Any other error of the window: each record puts its own pages again.
+  const bool unreachable = !sent.ok() && sent.status().code() == StatusCode::kUnavailable;
+  const std::span<const rados::PageKey> stored =
+      sent.ok() ? std::span<const rados::PageKey>(*sent) : std::span<const rados::PageKey>();
   // The records, each after its pages, two at a time on the upload threads
   // (each its own round trips: the touches, then the create).
-  std::vector<std::future<Status>> records(puts.size());
   for (size_t i = 0; i < puts.size(); ++i) {
     SnapshotPut& p = puts[i];
     if (!p.status.ok()) continue;
-    if ((sent_ahead[i] || pool_only[i]) && !sent.ok()) {
-      p.status = sent.status();  // the pool did not take the pages: failed as an upload fails
+    if ((sent_ahead[i] || pool_only[i]) && unreachable) {
+      p.status = sent.status();
       continue;
     }
     records[i] = boost::asio::post(
-        upload_threads_, boost::asio::use_future([this, &p, &sent, &sent_ahead, &pool_only, i] {
-          if (pool_only[i]) return tier_->Put(*pool_only[i], *sent);
-          return Upload(p.ns, p.prefix, p.layers, p.options,
-                        sent_ahead[i] ? std::span<const rados::PageKey>(*sent)
-                                      : std::span<const rados::PageKey>());
+        upload_threads_,
+        boost::asio::use_future([this, &p, &sent_ahead, &pool_only, stored, i]() -> Status {
+          try {
+            if (pool_only[i]) return tier_->Put(*pool_only[i], stored);
+            return Upload(p.ns, p.prefix, p.layers, p.options,
+                          sent_ahead[i] ? stored : std::span<const rados::PageKey>());
+          } catch (const std::exception& e) {
+            return Status::Internal(std::string("a record's commit threw: ") + e.what());
+          }
         }));
   }
   Status first;

@@ -690,8 +690,10 @@ static void test_put_snapshots(void) {
   size_t none_size = 0;
   CHECK_ERR(auxstore_get_layer(g_db, g_ns, puts[3].prefix, 0, &none, &none_size, &err),
             AUXSTORE_NOT_FOUND, "");
-  CHECK_ERR(auxstore_put_snapshots(NULL, puts, 1, NULL, &err), AUXSTORE_INVALID_ARGUMENT,
+  int stale[2] = {-1, -1};
+  CHECK_ERR(auxstore_put_snapshots(NULL, puts, 2, stale, &err), AUXSTORE_INVALID_ARGUMENT,
             "db is NULL");
+  CHECK(stale[0] == AUXSTORE_INVALID_ARGUMENT && stale[1] == AUXSTORE_INVALID_ARGUMENT);
   CHECK_ERR(auxstore_put_snapshots(g_db, NULL, 2, NULL, &err), AUXSTORE_INVALID_ARGUMENT,
             "snapshots is NULL");
   CHECK_OK(auxstore_put_snapshots(g_db, NULL, 0, NULL, &err));

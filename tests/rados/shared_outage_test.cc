@@ -83,6 +83,20 @@ TEST(SharedStoreOutage, CallsReturnUnavailableLocalReadsGoOnQueuedUploadsLandAft
           .code(),
       StatusCode::kUnavailable);
   EXPECT_EQ((*p)->Stats().snapshots, 0u);
+  // A batch: each snapshot Unavailable, after one op timeout (one window).
+  {
+    const auto b64 = pool_conv.Blobs(64), b192 = pool_conv.Blobs(192);
+    const std::vector<LayerBlob> l64{{2, Kind::kOpaque, b64[2]}}, l192{{2, Kind::kOpaque, b192[2]}};
+    std::vector<Store::SnapshotPut> batch(2);
+    batch[0] = {*ns, pool_conv.PrefixOf(64), 64, l64};
+    batch[1] = {*ns, pool_conv.PrefixOf(192), 192, l192};
+    EXPECT_EQ(Timed("OSDs dead: a batch of two puts without local copies",
+                    [&] { return (*p)->PutSnapshots(batch); })
+                  .code(),
+              StatusCode::kUnavailable);
+    EXPECT_EQ(batch[0].status.code(), StatusCode::kUnavailable) << batch[0].status.ToString();
+    EXPECT_EQ(batch[1].status.code(), StatusCode::kUnavailable) << batch[1].status.ToString();
+  }
   // What the local store holds is served; the longest local match answers.
   EXPECT_TRUE(Timed("OSDs dead: local restore", [&] { return conv.Check(**a, *ns, 128); }).ok());
   auto longest = (*a)->LongestPrefix(*ns, conv.Chain(512));
@@ -170,6 +184,8 @@ TEST(SharedStoreOutage, CallsReturnUnavailableLocalReadsGoOnQueuedUploadsLandAft
   EXPECT_EQ((*w)->Stats().shared_shed, 0u);
   // The kThrough puts refused meanwhile go up when put again.
   EXPECT_TRUE(conv.Put(**a, *ns, 256).ok());
+  EXPECT_TRUE(pool_conv.Check(**f, *ns, 128).IsNotFound())
+      << "the put refused during the outage left its snapshot in the pool";
   EXPECT_TRUE(pool_conv.Put(**p, *ns, 128).ok());
   EXPECT_EQ((*p)->Stats().snapshots, 0u);
   auto g = OpenShared(tmp.Sub("g"), uri);
