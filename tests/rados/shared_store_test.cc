@@ -125,6 +125,20 @@ class SharedStoreTest : public SharedPoolTest {
     ASSERT_EQ(conn_->io().write_full(object, bl), 0) << object;
   }
 
+  // A chained put of conv's snapshot of n tokens whose DSA blob is a byte
+  // short (a put every store refuses): its status.
+  static Status PutShortDsa(Store& store, const Conversation& conv, NamespaceId ns, uint64_t n) {
+    auto blobs = conv.Blobs(n);
+    blobs[1].pop_back();
+    const std::vector<LayerBlob> layers{
+        {0, Kind::kQsa, blobs[0]}, {1, Kind::kDsa, blobs[1]}, {2, Kind::kOpaque, blobs[2]}};
+    const auto chain = conv.Chain(n);
+    PutOptions o;
+    o.block_chain = chain;
+    o.block_size = kBlock;
+    return store.PutSnapshot(ns, conv.PrefixOf(n), n, layers, o);
+  }
+
   // A store in `dir` that put conv's chained snapshots of 128, 256 and 384
   // tokens (namespace in *ns); null on a failure (reported).
   std::unique_ptr<Store> OpenWithChain(const Conversation& conv, const std::string& dir,
@@ -189,15 +203,7 @@ TEST_F(SharedStoreTest, PutsSendOnlyPagesTheirRecordsNameAndARefusedPutSendsNoth
   EXPECT_GT(listing->pages, 0u);
   EXPECT_EQ(listing->named, listing->pages) << "pages sent that no record names";
   const auto before = PageObjects();
-  auto blobs = conv.Blobs(448);
-  blobs[1].pop_back();  // a DSA blob a byte short
-  const std::vector<LayerBlob> layers{
-      {0, Kind::kQsa, blobs[0]}, {1, Kind::kDsa, blobs[1]}, {2, Kind::kOpaque, blobs[2]}};
-  const auto chain = conv.Chain(448);
-  PutOptions o;
-  o.block_chain = chain;
-  o.block_size = kBlock;
-  EXPECT_FALSE(a->PutSnapshot(ns, conv.PrefixOf(448), 448, layers, o).ok());
+  EXPECT_FALSE(PutShortDsa(*a, conv, ns, 448).ok());
   EXPECT_EQ(PageObjects(), before) << "a refused put sent pages";
   auto b = Open(tmp_.Sub("b"));
   ASSERT_TRUE(b);
@@ -644,15 +650,7 @@ TEST_F(SharedStoreTest, WithoutLocalCopiesAPutGoesToThePoolAloneAndEveryNodeRead
     // Refused: a DSA blob a byte short, a namespace never registered, a
     // chain longer than the tokens. Each says why and sends nothing.
     const size_t objects = Objects();
-    auto blobs = conv.Blobs(448);
-    blobs[1].pop_back();
-    const std::vector<LayerBlob> short_dsa{
-        {0, Kind::kQsa, blobs[0]}, {1, Kind::kDsa, blobs[1]}, {2, Kind::kOpaque, blobs[2]}};
-    const auto chain = conv.Chain(448);
-    PutOptions po;
-    po.block_chain = chain;
-    po.block_size = kBlock;
-    Status st = a.PutSnapshot(ns, conv.PrefixOf(448), 448, short_dsa, po);
+    Status st = PutShortDsa(a, conv, ns, 448);
     EXPECT_EQ(st.code(), StatusCode::kCorruption) << st.ToString();  // as a local put says
     EXPECT_NE(st.ToString().find("size mismatch"), std::string::npos) << st.ToString();
     st = conv.Put(a, ns + 1, 128);
@@ -661,6 +659,10 @@ TEST_F(SharedStoreTest, WithoutLocalCopiesAPutGoesToThePoolAloneAndEveryNodeRead
     auto whole = conv.Blobs(128);
     const std::vector<LayerBlob> layers{
         {0, Kind::kQsa, whole[0]}, {1, Kind::kDsa, whole[1]}, {2, Kind::kOpaque, whole[2]}};
+    const auto chain = conv.Chain(448);  // 28 blocks for 128 tokens
+    PutOptions po;
+    po.block_chain = chain;
+    po.block_size = kBlock;
     st = a.PutSnapshot(ns, conv.PrefixOf(448), 128, layers, po);
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
     EXPECT_EQ(Objects(), objects) << "a refused put sent something";
