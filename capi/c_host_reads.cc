@@ -234,8 +234,18 @@ Status Group(auxstore_host_read_t& read) {
     if (k == read.snapshots.size()) read.snapshots.push_back({t.ns, t.prefix});
     t.snapshot = k;
     ++read.snapshots[k].pending;
-    // A job holds at most kJobBytes (a put, or a larger layer, fills one).
-    const size_t bytes = t.put ? kJobBytes : std::min(t.dst.size(), kJobBytes);
+    // A job holds at most kJobBytes (a larger layer fills one). A put fills
+    // one too, except on a shared pool (kThrough): there small puts share
+    // one Store::PutSnapshots, whose pages go to the pool in one window
+    // (locally, puts on two threads let their WAL syncs share a commit).
+    size_t put_bytes = 1;
+    for (const auto& l : t.layers) put_bytes += l.bytes.size();
+    const bool batch_puts = !read.db->options.shared.empty() &&
+                            read.db->options.shared_write == auxstore::SharedWrite::kThrough;
+    const size_t bytes = std::min(t.put && !batch_puts ? kJobBytes
+                                  : t.put              ? put_bytes
+                                                       : t.dst.size(),
+                                  kJobBytes);
     size_t& job = open_job;
     if (job == SIZE_MAX || bytes > kJobBytes - job_bytes[job]) {
       job = read.jobs.size();
@@ -330,15 +340,26 @@ void auxstore_host_read_t::Run(size_t job) {
     return;
   }
   const Target& first = targets[mine.front()];
-  if (first.put) {
-    size_t bytes = 0;
-    for (const auto& l : first.layers) bytes += l.bytes.size();
-    auxstore::PutOptions put = first.put_options;
-    put.block_chain = first.chain;
-    return Finish(
-        mine.front(),
-        db->store->PutSnapshot(first.ns, first.prefix, first.token_count, first.layers, put),
-        bytes);
+  if (first.put) {  // the job's snapshots in one batch, each with its own outcome
+    std::vector<auxstore::Store::SnapshotPut> puts(mine.size());
+    for (size_t k = 0; k < mine.size(); ++k) {
+      const Target& t = targets[mine[k]];
+      puts[k].ns = t.ns;
+      puts[k].prefix = t.prefix;
+      puts[k].token_count = t.token_count;
+      puts[k].layers = t.layers;
+      puts[k].options = t.put_options;
+      puts[k].options.block_chain = t.chain;
+    }
+    (void)db->store->PutSnapshots(puts);
+    std::vector<Done> done;
+    done.reserve(mine.size());
+    for (size_t k = 0; k < mine.size(); ++k) {
+      size_t bytes = 0;
+      for (const auto& l : targets[mine[k]].layers) bytes += l.bytes.size();
+      done.push_back({mine[k], std::move(puts[k].status), bytes});
+    }
+    return FinishAll(std::move(done));
   }
   // One verified copy, from the store's block into the engine's buffer:
   // every layer of a snapshot in the job under one manifest read, the

@@ -912,7 +912,8 @@ typedef struct auxstore_host_put_t {
  * durable or crash-safe per the store's durability, a stored prefix OK
  * without a write), on the store handle's pool, straight from the
  * registered memory: the engine must not change those bytes until the
- * snapshot's put is done. */
+ * snapshot's put is done. On a shared pool (AUXSTORE_SHARED_THROUGH) small
+ * snapshots (up to 1 MiB together) are put as one auxstore_put_snapshots. */
 int auxstore_host_put_start(auxstore_t* db, const auxstore_host_put_t* snapshots, size_t n,
                             auxstore_host_read_t** out, char** errmsg);
 /* auxstore_host_put_start with put options per snapshot: `options` is NULL

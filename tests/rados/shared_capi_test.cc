@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <string>
@@ -217,6 +219,59 @@ TEST_F(SharedCapiTest, PutsWithoutLocalCopiesGoToThePoolAlone) {
   ASSERT_TRUE(Ok(auxstore_stats(local, &stats, &err), err));
   EXPECT_EQ(stats.snapshots, 0u) << "a put without local copies wrote one";
   auxstore_close(local);
+}
+
+// Puts from registered memory on a pool (a connector's many small pages,
+// auxstore_host_put_start): small snapshots share one batch per job, each
+// its own outcome; another store reads every byte.
+TEST_F(SharedCapiTest, PutsFromRegisteredMemoryOfManySmallSnapshotsReachThePoolExact) {
+  constexpr uint32_t kPages = 40;
+  constexpr size_t kPage = 12 * 1024;
+  const auxstore_geometry_t opaque_only = {0, 0, 0, 0, 0.0f, 0.0f, 0, 0};
+  char* err = nullptr;
+  uint64_t ns = 0;
+  auxstore_t* a = Open("a", /*shared=*/true);
+  ASSERT_NE(a, nullptr);
+  ASSERT_TRUE(Ok(auxstore_register_namespace(a, "shared-capi", &opaque_only, &ns, &err), err));
+  std::vector<uint8_t> host(kPages * 2 * kPage);
+  for (size_t b = 0; b < host.size(); ++b) host[b] = static_cast<uint8_t>(b * 2654435761u >> 13);
+  auxstore_host_buffer_t* buffer = nullptr;
+  ASSERT_TRUE(Ok(auxstore_register_host_buffer(a, host.data(), host.size(), &buffer, &err), err));
+  std::vector<std::array<auxstore_host_layer_t, 2>> layers(kPages);
+  std::vector<auxstore_host_put_t> puts(kPages);
+  for (uint32_t s = 0; s < kPages; ++s) {
+    for (uint32_t l = 0; l < 2; ++l) {
+      layers[s][l] = {l, AUXSTORE_KIND_OPAQUE, buffer, (s * 2 + l) * kPage, kPage - 7 * l};
+    }
+    puts[s] = {ns, {}, 16, 2, layers[s].data()};
+    PrefixOf(100 + s, puts[s].prefix);
+  }
+  auxstore_host_read_t* put = nullptr;
+  ASSERT_TRUE(Ok(auxstore_host_put_start(a, puts.data(), puts.size(), &put, &err), err));
+  EXPECT_TRUE(Ok(auxstore_host_read_wait(put, &err), err));
+  for (uint32_t s = 0; s < kPages; ++s) {
+    size_t size = 0;
+    EXPECT_TRUE(Ok(auxstore_host_read_wait_target(put, s, &size, &err), err)) << s;
+    EXPECT_EQ(size, 2 * kPage - 7) << s;
+  }
+  auxstore_host_read_release(put);
+  ASSERT_TRUE(Ok(auxstore_unregister_host_buffer(buffer, &err), err));
+  auxstore_close(a);
+
+  auxstore_t* b = Open("b", /*shared=*/true, /*local_copies=*/0);
+  ASSERT_NE(b, nullptr);
+  for (uint32_t s = 0; s < kPages; ++s) {
+    for (uint32_t l = 0; l < 2; ++l) {
+      void* got = nullptr;
+      size_t size = 0;
+      ASSERT_TRUE(Ok(auxstore_get_layer(b, ns, puts[s].prefix, l, &got, &size, &err), err))
+          << s << "/" << l;
+      const uint8_t* want = host.data() + (s * 2 + l) * kPage;
+      EXPECT_TRUE(size == kPage - 7 * l && std::memcmp(got, want, size) == 0) << s << "/" << l;
+      auxstore_free(got);
+    }
+  }
+  auxstore_close(b);
 }
 
 }  // namespace
