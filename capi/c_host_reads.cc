@@ -59,6 +59,12 @@ struct auxstore_host_read_t {
     auxstore::PutOptions put_options;  // block_chain set when it runs, to `chain`
     std::vector<Prefix> chain;
     size_t snapshot = 0;  // index into snapshots
+    // A put's bytes, its layers' sizes together.
+    size_t PutBytes() const {
+      size_t n = 0;
+      for (const auto& l : layers) n += l.bytes.size();
+      return n;
+    }
     // Under mu:
     bool done = false;
     Status status;
@@ -219,6 +225,8 @@ constexpr size_t kJobBytes = size_t{1} << 20;
 // Groups the read's targets into jobs and collects its distinct buffers.
 Status Group(auxstore_host_read_t& read) {
   size_t open_job = SIZE_MAX;  // the job still taking layers
+  const bool batch_puts = !read.db->options.shared.empty() &&
+                          read.db->options.shared_write == auxstore::SharedWrite::kThrough;
   std::vector<size_t> job_bytes;
   for (size_t i = 0; i < read.targets.size(); ++i) {
     auxstore_host_read_t::Target& t = read.targets[i];
@@ -238,14 +246,8 @@ Status Group(auxstore_host_read_t& read) {
     // one too, except on a shared pool (kThrough): there small puts share
     // one Store::PutSnapshots, whose pages go to the pool in one window
     // (locally, puts on two threads let their WAL syncs share a commit).
-    size_t put_bytes = 1;
-    for (const auto& l : t.layers) put_bytes += l.bytes.size();
-    const bool batch_puts = !read.db->options.shared.empty() &&
-                            read.db->options.shared_write == auxstore::SharedWrite::kThrough;
-    const size_t bytes = std::min(t.put && !batch_puts ? kJobBytes
-                                  : t.put              ? put_bytes
-                                                       : t.dst.size(),
-                                  kJobBytes);
+    size_t bytes = std::min(t.dst.size(), kJobBytes);
+    if (t.put) bytes = batch_puts ? std::clamp<size_t>(t.PutBytes(), 1, kJobBytes) : kJobBytes;
     size_t& job = open_job;
     if (job == SIZE_MAX || bytes > kJobBytes - job_bytes[job]) {
       job = read.jobs.size();
@@ -355,9 +357,7 @@ void auxstore_host_read_t::Run(size_t job) {
     std::vector<Done> done;
     done.reserve(mine.size());
     for (size_t k = 0; k < mine.size(); ++k) {
-      size_t bytes = 0;
-      for (const auto& l : targets[mine[k]].layers) bytes += l.bytes.size();
-      done.push_back({mine[k], std::move(puts[k].status), bytes});
+      done.push_back({mine[k], std::move(puts[k].status), targets[mine[k]].PutBytes()});
     }
     return FinishAll(std::move(done));
   }

@@ -8,8 +8,14 @@
 
 namespace auxstore::rados {
 
-Result<PagePutResult> RadosPageStore::PutPages(std::span<const ByteSpan> pages) {
+Result<PagePutResult> RadosPageStore::PutPages(std::span<const ByteSpan> pages,
+                                               std::span<const PageKey> keys) {
+  if (!keys.empty() && keys.size() != pages.size()) {
+    return Status::InvalidArgument("PutPages: " + std::to_string(keys.size()) + " keys for " +
+                                   std::to_string(pages.size()) + " pages");
+  }
   PagePutResult out;
+  out.keys.assign(keys.begin(), keys.end());
   out.keys.resize(pages.size());
   std::vector<librados::ObjectWriteOperation> ops(pages.size());
   std::optional<Status> first_error;
@@ -18,7 +24,7 @@ Result<PagePutResult> RadosPageStore::PutPages(std::span<const ByteSpan> pages) 
       [&](size_t i, librados::AioCompletion* c) {
         // Each page hashed as it is sent: beside the writes in flight, not
         // one pass over every page before the first is sent.
-        out.keys[i] = PageKey::Of(pages[i]);
+        if (keys.empty()) out.keys[i] = PageKey::Of(pages[i]);
         librados::bufferlist bl;
         bl.append(reinterpret_cast<const char*>(pages[i].data()), pages[i].size());
         ops[i].create(true);  // exclusive: EEXIST, nothing written, if any writer got there first

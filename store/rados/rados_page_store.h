@@ -34,8 +34,11 @@ class RadosPageStore {
   // Stores every page; returns once RADOS acknowledged each (size 3,
   // min_size 2: durable on at least two OSDs). On a failure, the first
   // error (naming the page): pages stored before it stay, unnamed by any
-  // manifest, and compact reclaims them after its grace period.
-  Result<PagePutResult> PutPages(std::span<const ByteSpan> pages);
+  // manifest, and compact reclaims them after its grace period. `keys`:
+  // the pages' keys when the caller has them already (keys[i] of pages[i]),
+  // else empty, and each page is hashed as it is sent.
+  Result<PagePutResult> PutPages(std::span<const ByteSpan> pages,
+                                 std::span<const PageKey> keys = {});
 
   // Reads many pages at once. Result i: the bytes of keys[i], whose XXH3-128
   // was checked to equal the key; NotFound when no such object; Corruption

@@ -75,6 +75,10 @@ Result<std::vector<ByteSpan>> PlanPages(const NamespaceSpec& spec, uint64_t toke
                                         uint32_t chunk_bytes) {
   AUXSTORE_ASSIGN_OR_RETURN(auto plan, PlanPut(spec, token_count, layers, put, chunk_bytes,
                                                /*put_id=*/1, /*digests=*/false));
+  return CutPages(plan);
+}
+
+std::vector<ByteSpan> CutPages(const PlannedPut& plan) {
   std::vector<ByteSpan> pieces;
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     for (const Range& r : CutLayer(plan.manifest, plan.manifest.layers[i])) {

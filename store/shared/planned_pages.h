@@ -29,6 +29,10 @@ Result<PlannedPut> PlanPut(const NamespaceSpec& spec, uint64_t token_count,
                            std::span<const LayerBlob> layers, const PutOptions& put,
                            uint32_t chunk_bytes, PutId put_id, bool digests);
 
+// The pieces of a planned put's layers CutLayer makes page objects of, in
+// manifest order.
+std::vector<ByteSpan> CutPages(const PlannedPut& plan);
+
 // The byte ranges of `layers` that CutLayer makes page objects of, for the
 // manifest a local put of them is expected to commit: layers in ascending
 // order; a chained put's QSA/DSA layers paged at the namespace's page (the

@@ -152,8 +152,10 @@ Status SharedTier::Put(Upload& up, std::span<const rados::PageKey> ahead) {
     for (const auto& s : r.layers[i].segments) distinct.emplace(s.key, pieces[k++]);
   const std::set<rados::PageKey> stored_ahead(ahead.begin(), ahead.end());
   pieces.clear();
-  for (auto& [key, page] : distinct)
-    if (!stored_ahead.contains(key)) pieces.push_back(page);
+  std::vector<rados::PageKey> keys;  // of pieces: hashed once, in the cut
+  for (auto& [key, page] : distinct) {
+    if (!stored_ahead.contains(key)) pieces.push_back(page), keys.push_back(key);
+  }
   const auto id = SharedId(r.ns, r.prefix);
   const auto bytes = EncodeSharedRecord(r);
   Status st;
@@ -162,9 +164,10 @@ Status SharedTier::Put(Upload& up, std::span<const rados::PageKey> ahead) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     if (attempt > 0 && !stored_ahead.empty()) {  // a page was reclaimed: all of them again
       pieces.clear();
-      for (auto& [key, page] : distinct) pieces.push_back(page);
+      keys.clear();
+      for (auto& [key, page] : distinct) pieces.push_back(page), keys.push_back(key);
     }
-    auto put = ss.pages.PutPages(pieces);
+    auto put = ss.pages.PutPages(pieces, keys);
     if (!put.ok()) {
       st = put.status();
       break;

@@ -8,6 +8,7 @@
 #include <future>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -121,7 +122,9 @@ Status TieredStore::Upload(NamespaceId ns, const Prefix& prefix, std::span<const
 }
 
 Status TieredStore::PutSnapshots(std::span<SnapshotPut> puts) {
-  if (queue_ || puts.size() < 2) return Store::PutSnapshots(puts);
+  // kBehind queues each put after its local commit; a read-only store
+  // refuses each (PutSnapshot says why): one after another.
+  if (queue_ || options_.read_only || puts.size() < 2) return Store::PutSnapshots(puts);
   for (SnapshotPut& p : puts) p.status = Status::Ok();
   std::map<NamespaceId, Result<NamespaceSpec>> specs;  // each namespace's, read once
   const auto spec_of = [&](NamespaceId ns) -> const Result<NamespaceSpec>& {
@@ -133,10 +136,10 @@ Status TieredStore::PutSnapshots(std::span<SnapshotPut> puts) {
   // by several snapshots is sent once (the same bytes in two buffers are
   // sent twice: the second write finds the object stored).
   std::vector<ByteSpan> pages;
-  std::map<std::pair<const uint8_t*, size_t>, bool> seen;
+  std::set<std::pair<const uint8_t*, size_t>> seen;
   const auto add_pages = [&](std::span<const ByteSpan> planned) {
     for (ByteSpan p : planned) {
-      if (seen.emplace(std::pair(p.data(), p.size()), true).second) pages.push_back(p);
+      if (seen.emplace(p.data(), p.size()).second) pages.push_back(p);
     }
   };
   std::vector<bool> sent_ahead(puts.size(), false);
@@ -144,25 +147,15 @@ Status TieredStore::PutSnapshots(std::span<SnapshotPut> puts) {
   if (!options_.shared_local_copies) {
     for (size_t i = 0; i < puts.size(); ++i) {
       SnapshotPut& p = puts[i];
-      if (options_.read_only) {
-        p.status = Status::Unavailable("store " + path_ + " is open read-only");
-        continue;
-      }
       auto planned = PlanForPool(p.ns, p.prefix, p.token_count, p.layers, p.options);
       if (!planned.ok()) {
         p.status = planned.status();
         continue;
       }
-      std::vector<ByteSpan> cut;
-      for (size_t l = 0; l < planned->layers.size(); ++l) {
-        for (const Range& r :
-             CutLayer(planned->record.manifest, planned->record.manifest.layers[l]))
-          cut.push_back(planned->layers[l].subspan(r.offset, r.bytes));
-      }
-      add_pages(cut);
+      add_pages(CutPages({planned->record.manifest, planned->layers}));
       pool_only[i] = std::move(planned).value();
     }
-  } else if (!options_.read_only) {
+  } else {
     for (size_t i = 0; i < puts.size(); ++i) {
       const SnapshotPut& p = puts[i];
       const auto& spec = spec_of(p.ns);

@@ -703,7 +703,7 @@ TEST_F(SharedStoreTest, WithoutLocalCopiesAPutGoesToThePoolAloneAndEveryNodeRead
 // its own; each snapshot's outcome is PutSnapshot's (a refused one sends
 // nothing and stops none of the others); another node restores each exact,
 // and every page sent is named by a record.
-TEST_F(SharedStoreTest, APutOfManySnapshotsSendsTheirPagesInOneWindowEachWithItsOwnOutcome) {
+TEST_F(SharedStoreTest, ABatchOfPutsGivesEachSnapshotItsOwnOutcomeAndLeavesNoPageUnnamed) {
   size_t manifests = 0;
   for (bool local_copies : {true, false}) {
     SCOPED_TRACE(local_copies ? "local copies" : "no local copies");
