@@ -39,14 +39,6 @@ class Hasher {
   XXH3_state_t* state_;
 };
 
-void FillHeaderPrefix(RecordKind kind, uint64_t payload_len, uint8_t* out) {
-  std::memcpy(out, kMagic, 4);
-  out[4] = kEnvelopeVersion;
-  out[5] = static_cast<uint8_t>(kind);
-  PutLE16(out + 6, 0);
-  PutLE64(out + 8, payload_len);
-}
-
 // Checks everything but the checksum; returns the payload span.
 Result<EnvelopeView> ParseHeader(ByteSpan value) {
   if (value.size() < kEnvelopeHeaderBytes) {
@@ -90,6 +82,15 @@ Status ChecksumMismatch(uint64_t stored, uint64_t actual) {
 
 }  // namespace
 
+void EncodeEnvelopePrefix(RecordKind kind, uint64_t payload_len,
+                          uint8_t out[kEnvelopePrefixBytes]) {
+  std::memcpy(out, kMagic, 4);
+  out[4] = kEnvelopeVersion;
+  out[5] = static_cast<uint8_t>(kind);
+  PutLE16(out + 6, 0);
+  PutLE64(out + 8, payload_len);
+}
+
 bool IsKnownRecordKind(uint8_t raw) {
   return (raw >= 1 && raw <= 3) || (raw >= 0x10 && raw <= 0x14);
 }
@@ -98,7 +99,7 @@ RecordKind ChunkRecordKind(Kind kind) { return static_cast<RecordKind>(kind); }
 
 void EncodeEnvelopeHeader(ByteSpan key, RecordKind kind, ByteSpan payload,
                           uint8_t out[kEnvelopeHeaderBytes]) {
-  FillHeaderPrefix(kind, payload.size(), out);
+  EncodeEnvelopePrefix(kind, payload.size(), out);
   Hasher h(key);
   h.Update(out, kChecksumOffset);
   h.Update(payload.data(), payload.size());

@@ -56,6 +56,12 @@ std::string EncodeEnvelope(ByteSpan key, RecordKind kind, ByteSpan payload);
 void EncodeEnvelopeHeader(ByteSpan key, RecordKind kind, ByteSpan payload,
                           uint8_t out[kEnvelopeHeaderBytes]);
 
+// The header's first 16 bytes (everything but the checksum) of a record of
+// `kind` holding `payload_len` bytes: what a reader that checks the payload
+// by other means compares a stored header with.
+inline constexpr size_t kEnvelopePrefixBytes = 16;
+void EncodeEnvelopePrefix(RecordKind kind, uint64_t payload_len, uint8_t out[kEnvelopePrefixBytes]);
+
 // Decodes and verifies. Errors (all Corruption, each with its own message):
 // value shorter than a header, bad magic, unknown version, unknown kind,
 // nonzero flags, length mismatch (truncated or trailing bytes), checksum

@@ -32,6 +32,7 @@
 #include "auxstore/store.h"
 #include "format/run_record.h"
 #include "store/commit_batch.h"
+#include "store/direct_records.h"
 #include "store/page_ledger_rocks.h"
 #include "store/rocks/rocks_options.h"
 #include "store/snapshot_index.h"
@@ -67,6 +68,12 @@ class DbStore final : public Store {
   }
   // Snapshot reads into caller memory that were copied in lanes.
   uint64_t LaneReadsForTest() const { return lane_reads_.load(); }
+  // The reader of chunk records straight from table files (null while no
+  // database is open): its count of pieces read, and its switch.
+  DirectRecords* DirectRecordsForTest() { return direct_.get(); }
+  // Whether copies into caller memory read large pieces from the table
+  // files (ReadMode::direct).
+  bool DirectReads() const { return direct_ && direct_->enabled(); }
 
   Result<NamespaceId> RegisterNamespace(const NamespaceSpec& spec) override;
   Result<NamespaceSpec> GetNamespace(NamespaceId ns) override;
@@ -303,6 +310,10 @@ class DbStore final : public Store {
     // until every lane stopped, so that the layers before the damaged one
     // read as they would in turn); the holder quarantines it then.
     HeldDamage* hold_damage = nullptr;
+    // Copies into caller memory (with digest_first) of pieces of
+    // DirectRecords::kMinPieceBytes and more read from the table files
+    // straight into the destination where they can be (direct_records.h).
+    bool direct = false;
   };
   // NotFound when `manifest` has no layer `layer`; a header-only layer's
   // digest is checked here.
@@ -460,7 +471,8 @@ class DbStore final : public Store {
   std::unique_ptr<rocksdb::Env> capped_env_;   // SkipBrokenManifestTail's; outlives db_
   std::unique_ptr<rocksdb::Env> current_env_;  // ReadThroughOlderManifest's; outlives db_
   std::unique_ptr<rocksdb::DB> db_;
-  bool db_read_only_ = false;  // db_ came from OpenForReadOnly
+  bool db_read_only_ = false;              // db_ came from OpenForReadOnly
+  std::unique_ptr<DirectRecords> direct_;  // over db_, reset before it closes
   std::vector<rocksdb::ColumnFamilyHandle*> cf_;
 
   std::mutex commit_mu_;  // commit sequence, watermark, meta counters

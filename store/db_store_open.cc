@@ -163,6 +163,7 @@ DbStore::~DbStore() {
 
 void DbStore::CloseDb() {
   if (!db_) return;
+  direct_.reset();
   for (auto* h : cf_) {
     if (h) (void)db_->DestroyColumnFamilyHandle(h);
   }
@@ -345,6 +346,7 @@ Status DbStore::OpenRocks(bool read_only, bool create) {
   }
   db_.reset(raw);
   db_read_only_ = read_only;
+  if (cf_.size() > kRecords) direct_ = std::make_unique<DirectRecords>(db_.get(), cf_[kRecords]);
   return Status::Ok();
 }
 

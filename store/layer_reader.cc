@@ -258,6 +258,20 @@ class DbStore::LayerCursor final : public LayerReader {
   // empty, and moves on; the digest is checked before the last one returns.
   Result<ByteSpan> ReadNext(std::span<uint8_t> copy_to) {
     const LayerPiece& piece = pieces_[next_];
+    if (mode_.direct && mode_.digest_first && s_.direct_ &&
+        piece.bytes >= DirectRecords::kMinPieceBytes && !copy_to.empty()) {
+      AssignRecordKey(&taken_.key, ns_, piece.owner, entry_.layer, piece.array, piece.chunk);
+      if (!stream_ && entry_.bytes >= DirectRecords::kStreamBytes) {
+        stream_ = std::make_unique<DirectRecords::Stream>();
+      }
+      auto direct = s_.direct_->ReadRange(taken_.key, ChunkRecordKind(entry_.kind),
+                                          piece.chunk_offset, copy_to, &hasher_, stream_.get());
+      if (!direct.ok()) return Fail(Damaged(direct.error().WithContext(PieceWhere(piece)), &piece));
+      if (*direct == DirectRecords::Outcome::kRead) {
+        read_direct_ = true;
+        return Delivered(copy_to);
+      }
+    }
     Fetched& f = Take();
     current_ = std::move(f.own);  // the previous piece's block goes
     Status st = std::move(f.status);
@@ -279,6 +293,11 @@ class DbStore::LayerCursor final : public LayerReader {
       }
     }
     if (!st.ok()) return Fail(Damaged(std::move(st), &piece));
+    return Delivered(bytes);
+  }
+
+  // Piece next_ read as `bytes`: the digest checked after the last one.
+  Result<ByteSpan> Delivered(ByteSpan bytes) {
     if (next_ + 1 == pieces_.size()) AUXSTORE_RETURN_IF_ERROR(CheckDigest());
     ++next_;
     if (!mode_.verify_only)
@@ -334,6 +353,29 @@ class DbStore::LayerCursor final : public LayerReader {
   // it would have failed a checked read (the record quarantined). OK when
   // every record checks: the layer itself is wrong.
   Status FindDamagedRecord() {
+    // Pieces read from the table files: RocksDB's records read once more
+    // first. When their bytes give the manifest's digest, the damage was
+    // in what was read past RocksDB (or a record moved meanwhile): the read
+    // fails, and nothing is quarantined.
+    if (read_direct_) {
+      LayerHasher again(*m_, entry_);
+      again.Update(entry_.header);
+      bool decoded = true;
+      for (size_t i = 0; i < pieces_.size() && decoded; ++i) {
+        const LayerPiece& piece = pieces_[i];
+        Fetched f;
+        Fetch(i, &f, /*ahead=*/false);
+        decoded = f.status.ok() &&
+                  CheckChunkRecord(Bytes(f.key), Bytes(f.value),
+                                   {entry_.kind, piece.chunk_offset, piece.bytes, false}, &again)
+                      .ok();
+      }
+      if (decoded && CheckLayerDigest(entry_, again.Digest()).ok()) {
+        return Fail(Status::IOError(
+            "layer " + std::to_string(entry_.layer) + " of " + Where(ns_, prefix_) +
+            " read from its table files differs from what RocksDB reads; read it again"));
+      }
+    }
     for (size_t i = 0; i < pieces_.size(); ++i) {
       const LayerPiece& piece = pieces_[i];
       Fetched f;
@@ -403,7 +445,9 @@ class DbStore::LayerCursor final : public LayerReader {
   Fetched taken_;                          // the piece ReadNext checks (Take's)
   std::unique_ptr<PinnedRecord> current_;  // the last piece read, when it has its own iterator
   size_t next_ = 0;
-  size_t posted_ = 0;  // pieces below it are read or being read
+  size_t posted_ = 0;         // pieces below it are read or being read
+  bool read_direct_ = false;  // a piece came from the table files (DirectRecords)
+  std::unique_ptr<DirectRecords::Stream> stream_;  // a multi-MiB layer's own file handle
   Status failed_;
 };
 
@@ -448,9 +492,12 @@ Result<uint64_t> DbStore::CopyLayerInto(NamespaceId ns, const Prefix& prefix,
   }
   ReadMode mode;
   mode.digest_first = true;  // the bytes land in `dst` only: one hash pass
-  // Multi-MiB pieces are read ahead while this thread hashes and copies the
+  // Pieces read from the table files straight into `dst`, the kernel's
+  // readahead keeping the disk busy while this thread hashes. Otherwise
+  // multi-MiB pieces are read ahead while this thread hashes and copies the
   // one before (`records` does not pin: small pieces are read in turn).
-  mode.read_ahead = 2;
+  mode.direct = DirectReads();
+  mode.read_ahead = mode.direct ? 0 : 2;
   mode.ahead_large_only = true;
   mode.hold_damage = hold_damage;
   LayerCursor reader(*this, ns, prefix, manifest, layer, mode, records);
@@ -483,7 +530,7 @@ void DbStore::PrefetchFirstPiece(PieceReader& records, NamespaceId ns, const Man
   // Small layers (a connector's pages) and layers whose first piece cannot
   // reach the size (a piece is at most its owner's chunk) pay nothing
   // beyond this look-up.
-  if (entry == nullptr || entry->bytes < PieceReader::kOwnIteratorBytes) return;
+  if (entry == nullptr || entry->bytes < PieceReader::kOwnIteratorBytes || DirectReads()) return;
   const uint32_t first_chunk_bytes =
       entry->runs.empty() ? m.chunk_bytes : entry->runs.front().owner_chunk_bytes;
   if (first_chunk_bytes < PieceReader::kOwnIteratorBytes) return;
@@ -498,6 +545,7 @@ Result<std::unique_ptr<LayerReader>> DbStore::OpenLayer(NamespaceId ns, const Pr
                                                         PieceChecks checks) {
   ReadMode mode;
   mode.digest_first = checks == PieceChecks::kLayerDigest;
+  mode.direct = mode.digest_first && DirectReads();
   return OpenCursor(ns, prefix, manifest, layer, mode);
 }
 

@@ -121,25 +121,59 @@ Result<Footer> ReadFooter(TableFile& file) {
   if (file.size() < kFooterBytes) return file.Damaged("shorter than a table footer");
   std::vector<uint8_t> bytes;
   AUXSTORE_RETURN_IF_ERROR(file.Read(file.size() - kFooterBytes, kFooterBytes, &bytes));
-  if (Fixed64(bytes.data() + kFooterBytes - 8) != kBlockBasedTableMagic) {
-    return file.Damaged("its footer has no block-based table magic number");
+  return ParseFooter(bytes.data(), file.path());
+}
+
+Result<Footer> ParseFooter(const uint8_t* bytes, const std::string& path) {
+  auto damaged = [&](const std::string& why) {
+    return Status::Corruption("table file " + path + " is damaged: " + why);
+  };
+  if (Fixed64(bytes + kFooterBytes - 8) != kBlockBasedTableMagic) {
+    return damaged("its footer has no block-based table magic number");
   }
   Footer f;
-  f.format_version = Fixed32(bytes.data() + kFooterBytes - 12);
+  f.format_version = Fixed32(bytes + kFooterBytes - 12);
   f.checksum_type = bytes[0];
   if (f.format_version < 1 || f.format_version > 5 || f.checksum_type != kChecksumXXH3) {
-    return Status::NotSupported("table file " + file.path() + " has format version " +
+    return Status::NotSupported("table file " + path + " has format version " +
                                 std::to_string(f.format_version) + ", checksum type " +
                                 std::to_string(f.checksum_type));
   }
-  const uint8_t* p = bytes.data() + 1;
-  const uint8_t* const end = bytes.data() + kFooterBytes - 12;
+  const uint8_t* p = bytes + 1;
+  const uint8_t* const end = bytes + kFooterBytes - 12;
   auto metaindex = DecodeHandle(&p, end);
   auto index = metaindex ? DecodeHandle(&p, end) : std::nullopt;
-  if (!index) return file.Damaged("its footer's block handles do not parse");
+  if (!index) return damaged("its footer's block handles do not parse");
   f.metaindex = *metaindex;
   f.index = *index;
   return f;
+}
+
+bool ParseIndexBlock(const std::vector<uint8_t>& index, uint32_t format_version,
+                     std::vector<IndexEntry>* out) {
+  out->clear();
+  if (index.size() < 4) return false;
+  const uint8_t* const base = index.data();
+  const uint32_t restarts = Fixed32(base + index.size() - 4) & 0x7fffffffu;
+  if (uint64_t{restarts} * 4 + 4 > index.size()) return false;
+  const uint8_t* const end = base + index.size() - 4 - uint64_t{restarts} * 4;
+  for (uint32_t i = 0; i < restarts; ++i) {
+    const uint32_t at = Fixed32(end + 4 * uint64_t{i});
+    if (at >= uint64_t(end - base)) return false;
+    const uint8_t* p = base + at;
+    auto shared = Varint(&p, end);
+    auto non_shared = shared ? Varint(&p, end) : std::nullopt;
+    if (format_version < 4 && non_shared && !Varint(&p, end)) return false;  // the value length
+    if (!non_shared || *shared != 0 || *non_shared > uint64_t(end - p)) return false;
+    IndexEntry e;
+    e.separator.assign(reinterpret_cast<const char*>(p), *non_shared);
+    p += *non_shared;
+    auto h = DecodeHandle(&p, end);
+    if (!h) return false;
+    e.block = *h;
+    out->push_back(std::move(e));
+  }
+  return true;
 }
 
 Result<std::optional<Handle>> FindMetaBlock(const std::vector<uint8_t>& block,

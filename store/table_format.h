@@ -53,6 +53,18 @@ struct BlockEntry {
 // block index type, binary search = 0). Corruption when it does not parse.
 Status ParseBlock(const uint8_t* data, size_t size, std::vector<BlockEntry>* out);
 
+// One entry of an index block (binary search, restart interval 1, as the
+// store's tables have it): the separator key (as stored: an internal key
+// unless the table's properties say user keys) and the data block's handle.
+struct IndexEntry {
+  std::string separator;
+  Handle block;
+};
+// The entries of a verified index block of a table of `format_version`
+// (from 4 on an entry has no value length). False when it does not parse.
+bool ParseIndexBlock(const std::vector<uint8_t>& index, uint32_t format_version,
+                     std::vector<IndexEntry>* out);
+
 class TableFile {
  public:
   explicit TableFile(std::string path) : path_(std::move(path)) {}
@@ -87,6 +99,8 @@ struct Footer {
 // NotSupported for a checksum type or format version this reader does not
 // know (the store writes format 5 with XXH3).
 Result<Footer> ReadFooter(TableFile& file);
+// The same from the footer's kFooterBytes bytes, read from the file at `path`.
+Result<Footer> ParseFooter(const uint8_t* bytes, const std::string& path);
 
 // The handle the metaindex block `block` (verified) gives `name`
 // ("rocksdb.properties", "rocksdb.range_del", ...), nullopt when absent.

@@ -46,30 +46,13 @@ class MappedFile {
   size_t size_ = 0;
 };
 
-// The data block handles of a verified index block (binary search index,
-// restart interval 1: each restart point is an entry whose value is a whole
-// handle; from format 4 on, an entry has no value length). Empty when it
-// does not parse.
+// The data block handles of a verified index block; empty when it does not
+// parse.
 std::vector<Handle> DataBlockHandles(const std::vector<uint8_t>& index, uint32_t format_version) {
+  std::vector<IndexEntry> entries;
   std::vector<Handle> out;
-  if (index.size() < 4) return out;
-  const uint8_t* const base = index.data();
-  const uint32_t restarts = Fixed32(base + index.size() - 4) & 0x7fffffffu;
-  if (uint64_t{restarts} * 4 + 4 > index.size()) return out;
-  const uint8_t* const end = base + index.size() - 4 - uint64_t{restarts} * 4;
-  for (uint32_t i = 0; i < restarts; ++i) {
-    const uint32_t at = Fixed32(end + 4 * uint64_t{i});
-    if (at >= uint64_t(end - base)) return {};
-    const uint8_t* p = base + at;
-    auto shared = Varint(&p, end);
-    auto non_shared = shared ? Varint(&p, end) : std::nullopt;
-    if (format_version < 4 && non_shared && !Varint(&p, end)) return {};  // the value length
-    if (!non_shared || *shared != 0 || *non_shared > uint64_t(end - p)) return {};
-    p += *non_shared;
-    auto h = DecodeHandle(&p, end);
-    if (!h) return {};
-    out.push_back(*h);
-  }
+  if (!ParseIndexBlock(index, format_version, &entries)) return out;
+  for (const IndexEntry& e : entries) out.push_back(e.block);
   return out;
 }
 

@@ -452,7 +452,7 @@ TEST_F(SharedStoreTest, AReadIntoMemoryOfSnapshotsOnlyThePoolHoldsReadsThemStrai
     }
     for (size_t i = 0; i < into.size(); ++i) {
       if (!into[i].status.ok()) {
-        EXPECT_TRUE(std::all_of(mem[i].begin(), mem[i].end(), [](uint8_t b) { return b == 0xEE; }))
+        EXPECT_TRUE(std::all_of(mem[i].begin(), mem[i].end(), [](uint8_t v) { return v == 0xEE; }))
             << "snapshot " << of[i].first << ", layer " << of[i].second << ": written, failed";
       }
     }

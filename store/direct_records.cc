@@ -1,0 +1,317 @@
+#include "store/direct_records.h"
+
+#include <rocksdb/file_system.h>
+#include <rocksdb/metadata.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "store/table_format.h"
+#include "store/table_walk.h"
+
+namespace auxstore::store_internal {
+
+using table_format::BlockEntry;
+using table_format::Handle;
+using table_format::Varint;
+
+namespace {
+
+// A data block's entries before a multi-KiB record fit in its target size
+// (4 KiB: the block is cut once it is reached), so its header is in here.
+constexpr uint64_t kBlockHeadBytes = 8u << 10;
+// The payload is read in pieces that stay in cache until they are hashed.
+constexpr uint64_t kSubReadBytes = 256u << 10;
+constexpr size_t kInternalKeySuffix = 8;  // sequence << 8 | type, little-endian
+
+// Reads [offset, offset + n) of `file` into `out`; false on an error or a
+// short read (the caller falls back, or calls the table damaged).
+bool ReadExactly(rocksdb::FSRandomAccessFile& file, uint64_t offset, uint64_t n, uint8_t* out,
+                 rocksdb::IOStatus* error = nullptr) {
+  rocksdb::Slice got;
+  rocksdb::IOStatus s =
+      file.Read(offset, n, rocksdb::IOOptions(), &got, reinterpret_cast<char*>(out), nullptr);
+  if (error) *error = s;
+  if (!s.ok() || got.size() != n) return false;
+  if (got.data() != reinterpret_cast<const char*>(out)) std::memcpy(out, got.data(), n);
+  return true;
+}
+
+// The block at `h`, its trailer matching; nullopt otherwise.
+std::optional<std::vector<uint8_t>> ReadVerifiedBlock(rocksdb::FSRandomAccessFile& file,
+                                                      uint64_t file_size, const Handle& h) {
+  if (h.offset > file_size || h.size + table_format::kBlockTrailerBytes > file_size - h.offset) {
+    return std::nullopt;
+  }
+  std::vector<uint8_t> block(h.size + table_format::kBlockTrailerBytes);
+  if (!ReadExactly(file, h.offset, block.size(), block.data())) return std::nullopt;
+  if (!table_format::BlockVerifies(block.data(), h.size)) return std::nullopt;
+  block.resize(h.size);
+  return block;
+}
+
+std::optional<std::string> Property(const std::vector<BlockEntry>& props, const char* name) {
+  for (const BlockEntry& e : props) {
+    if (e.key == name) return e.value;
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> VarintProperty(const std::vector<BlockEntry>& props, const char* name) {
+  auto v = Property(props, name);
+  if (!v) return std::nullopt;
+  const auto* p = reinterpret_cast<const uint8_t*>(v->data());
+  return Varint(&p, p + v->size());
+}
+
+}  // namespace
+
+// One table file of the family, opened, its index read: the user key each
+// data block's separator starts from, in order, and the block's handle.
+struct DirectRecords::Table {
+  std::unique_ptr<rocksdb::FSRandomAccessFile> file;
+  std::string path;
+  uint64_t size = 0;
+  std::vector<std::string> separators;  // user keys, ascending
+  std::vector<Handle> blocks;
+
+  // Null when the file is gone, damaged where it matters, or written with
+  // options this reader does not read (compression, another index or
+  // comparator): RocksDB reads those.
+  static std::shared_ptr<Table> Open(rocksdb::FileSystem& fs, const std::string& path) {
+    auto t = std::make_shared<Table>();
+    t->path = path;
+    rocksdb::FileOptions fo;
+    if (!fs.NewRandomAccessFile(path, fo, &t->file, nullptr).ok()) return nullptr;
+    if (!fs.GetFileSize(path, rocksdb::IOOptions(), &t->size, nullptr).ok()) return nullptr;
+    if (t->size < table_format::kFooterBytes) return nullptr;
+    uint8_t footer_bytes[table_format::kFooterBytes];
+    if (!ReadExactly(*t->file, t->size - table_format::kFooterBytes, sizeof footer_bytes,
+                     footer_bytes)) {
+      return nullptr;
+    }
+    auto footer = table_format::ParseFooter(footer_bytes, path);
+    if (!footer.ok()) return nullptr;
+
+    auto metaindex = ReadVerifiedBlock(*t->file, t->size, footer->metaindex);
+    std::vector<BlockEntry> meta;
+    if (!metaindex || !table_format::ParseBlock(metaindex->data(), metaindex->size(), &meta).ok()) {
+      return nullptr;
+    }
+    auto props_handle_bytes = Property(meta, "rocksdb.properties");
+    if (!props_handle_bytes) return nullptr;
+    const auto* hp = reinterpret_cast<const uint8_t*>(props_handle_bytes->data());
+    auto props_handle = table_format::DecodeHandle(&hp, hp + props_handle_bytes->size());
+    if (!props_handle) return nullptr;
+    auto props_block = ReadVerifiedBlock(*t->file, t->size, *props_handle);
+    std::vector<BlockEntry> props;
+    if (!props_block ||
+        !table_format::ParseBlock(props_block->data(), props_block->size(), &props).ok()) {
+      return nullptr;
+    }
+    // A binary-search index (type 0, a fixed32), no compression, bytewise keys.
+    if (Property(props, "rocksdb.block.based.table.index.type") != std::string(4, '\0') ||
+        Property(props, "rocksdb.compression") != "NoCompression" ||
+        Property(props, "rocksdb.comparator") != "leveldb.BytewiseComparator") {
+      return nullptr;
+    }
+    auto user_key_index = VarintProperty(props, "rocksdb.index.key.is.user.key");
+    if (!user_key_index) return nullptr;
+
+    auto index = ReadVerifiedBlock(*t->file, t->size, footer->index);
+    if (!index) return nullptr;
+    std::vector<table_format::IndexEntry> entries;
+    if (!table_format::ParseIndexBlock(*index, footer->format_version, &entries)) return nullptr;
+    for (table_format::IndexEntry& e : entries) {
+      if (*user_key_index == 0) {
+        if (e.separator.size() < kInternalKeySuffix) return nullptr;
+        e.separator.resize(e.separator.size() - kInternalKeySuffix);
+      }
+      t->separators.push_back(std::move(e.separator));
+      t->blocks.push_back(e.block);
+    }
+    return t;
+  }
+
+  // The data block that holds `key` if this table does: the first whose
+  // separator is at or after it.
+  std::optional<Handle> BlockFor(const std::string& key) const {
+    auto it = std::lower_bound(separators.begin(), separators.end(), key);
+    if (it == separators.end()) return std::nullopt;
+    return blocks[it - separators.begin()];
+  }
+};
+
+DirectRecords::DirectRecords(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* records)
+    : db_(db), records_(records) {}
+
+DirectRecords::~DirectRecords() = default;
+
+void DirectRecords::RefreshFilesLocked(uint64_t super_version) {
+  rocksdb::ColumnFamilyMetaData meta;
+  db_->GetColumnFamilyMetaData(records_, &meta);
+  levels_.clear();
+  std::map<uint64_t, std::shared_ptr<Table>> kept;
+  for (const rocksdb::LevelMetaData& level : meta.levels) {
+    if (level.files.empty()) continue;
+    Level& l = levels_.emplace_back();
+    l.overlapping = level.level == 0;
+    for (const rocksdb::SstFileMetaData& f : level.files) {
+      File file;
+      file.number = f.file_number;
+      file.path = f.db_path + (f.name.starts_with('/') ? "" : "/") + f.name;
+      file.smallest = f.smallestkey;
+      file.largest = f.largestkey;
+      if (auto it = tables_.find(file.number); it != tables_.end()) kept.insert(*it);
+      l.files.push_back(std::move(file));
+    }
+    if (!l.overlapping) {
+      std::sort(l.files.begin(), l.files.end(),
+                [](const File& a, const File& b) { return a.smallest < b.smallest; });
+    }
+  }
+  tables_ = std::move(kept);  // a compacted-away file closes with its last reader
+  files_version_ = super_version;
+}
+
+std::shared_ptr<DirectRecords::Table> DirectRecords::TableLocked(const File& f) {
+  auto it = tables_.find(f.number);
+  if (it != tables_.end()) return it->second;
+  std::shared_ptr<Table> t = Table::Open(*db_->GetFileSystem(), f.path);
+  tables_.emplace(f.number, t);
+  return t;
+}
+
+bool DirectRecords::InMemtable(const std::string& key) {
+  // A Get ignores kMemtableTier in 7.8.3 (it reads on into the files); an
+  // iterator honours it.
+  rocksdb::ReadOptions r;
+  r.read_tier = rocksdb::kMemtableTier;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(r, records_));
+  it->Seek(key);
+  return !it->status().ok() || (it->Valid() && it->key() == rocksdb::Slice(key));
+}
+
+DirectRecords::Located DirectRecords::Locate(const std::string& key) {
+  uint64_t super_version = 0;
+  if (!db_->GetIntProperty(records_, "rocksdb.current-super-version-number", &super_version)) {
+    return {};
+  }
+  std::lock_guard lock(mu_);
+  if (super_version != files_version_) RefreshFilesLocked(super_version);
+  // The first file holding the key holds its newest value: level 0's files
+  // newest first, then one file per level (their files do not overlap).
+  for (const Level& level : levels_) {
+    auto first = level.files.begin();
+    auto last = level.files.end();
+    if (!level.overlapping) {
+      first = std::lower_bound(first, last, key,
+                               [](const File& f, const std::string& k) { return f.largest < k; });
+      if (first != last) last = first + 1;
+    }
+    for (auto f = first; f != last; ++f) {
+      if (key < f->smallest || key > f->largest) continue;
+      std::shared_ptr<Table> t = TableLocked(*f);
+      if (!t) return {};  // the newest file that may hold it is not ours to read
+      if (auto block = t->BlockFor(key)) return {t, block->offset, block->size};
+    }
+  }
+  return {};
+}
+
+Result<DirectRecords::Outcome> DirectRecords::ReadRange(const std::string& key, RecordKind kind,
+                                                        uint64_t offset, std::span<uint8_t> dst,
+                                                        LayerHasher* layer_hash, Stream* stream) {
+  if (!enabled_.load() || dst.size() < kMinPieceBytes || InMemtable(key)) {
+    return Outcome::kFallBack;
+  }
+  const Located at = Locate(key);
+  if (!at.table || at.block_size < kMinPieceBytes) return Outcome::kFallBack;
+  rocksdb::FSRandomAccessFile& file = *at.table->file;
+
+  // The block's head: the entries before the record, and its envelope header.
+  const uint64_t head_bytes = std::min(at.block_size, kBlockHeadBytes);
+  uint8_t head[kBlockHeadBytes];
+  if (at.block_offset > at.table->size || at.block_size > at.table->size - at.block_offset ||
+      !ReadExactly(file, at.block_offset, head_bytes, head)) {
+    return Outcome::kFallBack;
+  }
+  const uint8_t* p = head;
+  const uint8_t* const end = head + head_bytes;
+  std::string entry_key;
+  uint64_t value_at = 0, value_len = 0;
+  for (;;) {
+    auto shared = Varint(&p, end);
+    auto non_shared = shared ? Varint(&p, end) : std::nullopt;
+    auto len = non_shared ? Varint(&p, end) : std::nullopt;
+    if (!len || *shared > entry_key.size() || *non_shared > uint64_t(end - p)) {
+      return Outcome::kFallBack;
+    }
+    entry_key.resize(*shared);
+    entry_key.append(reinterpret_cast<const char*>(p), *non_shared);
+    p += *non_shared;
+    if (entry_key.size() == key.size() + kInternalKeySuffix &&
+        entry_key.compare(0, key.size(), key) == 0) {
+      if (static_cast<uint8_t>(entry_key[key.size()]) != kTypeValue) return Outcome::kFallBack;
+      value_at = static_cast<uint64_t>(p - head);
+      value_len = *len;
+      break;
+    }
+    if (*len > uint64_t(end - p)) return Outcome::kFallBack;  // past the head: not ours
+    p += *len;
+  }
+  // The value and at least a restart point and the restart count in the block.
+  if (value_len < kEnvelopeHeaderBytes || value_at + kEnvelopeHeaderBytes > head_bytes ||
+      value_len > at.block_size - value_at || at.block_size - value_at - value_len < 8) {
+    return Outcome::kFallBack;
+  }
+  const uint64_t payload_len = value_len - kEnvelopeHeaderBytes;
+  uint8_t expected[kEnvelopePrefixBytes];
+  EncodeEnvelopePrefix(kind, payload_len, expected);
+  if (std::memcmp(head + value_at, expected, sizeof expected) != 0 || offset > payload_len ||
+      dst.size() > payload_len - offset) {
+    return Outcome::kFallBack;
+  }
+
+  uint64_t from = at.block_offset + value_at + kEnvelopeHeaderBytes + offset;
+  // A stream of its own gets a file handle of its own: the kernel keeps its
+  // readahead per open file, and two lanes reading two layers of one table
+  // through one handle defeat it (cold restores 0.5 against 0.9 x raw read
+  // through their own, bench/RESULTS.md).
+  rocksdb::FSRandomAccessFile* payload_file = &file;
+  if (stream != nullptr) {
+    if (stream->table != at.table) {
+      stream->file.reset();
+      stream->table = at.table;
+      rocksdb::FileOptions fo;
+      if (!db_->GetFileSystem()
+               ->NewRandomAccessFile(at.table->path, fo, &stream->file, nullptr)
+               .ok()) {
+        stream->table.reset();
+        return Outcome::kFallBack;
+      }
+    }
+    payload_file = stream->file.get();
+  }
+  for (uint64_t done = 0; done < dst.size();) {
+    const uint64_t n = std::min<uint64_t>(kSubReadBytes, dst.size() - done);
+    rocksdb::IOStatus error;
+    if (!ReadExactly(*payload_file, from, n, dst.data() + done, &error)) {
+      if (!error.ok()) {
+        return Status::IOError("read record " + std::to_string(offset) + "+" +
+                               std::to_string(dst.size()) +
+                               " from its table file: " + error.ToString());
+      }
+      return Status::Corruption("a table file of the store ended inside a chunk record (" +
+                                std::to_string(at.table->size) + " bytes)");
+    }
+    if (layer_hash) layer_hash->Update(ByteSpan(dst.data() + done, n));
+    done += n;
+    from += n;
+  }
+  reads_.fetch_add(1, std::memory_order_relaxed);
+  return Outcome::kRead;
+}
+
+}  // namespace auxstore::store_internal

@@ -1,0 +1,126 @@
+// Chunk records read straight out of the records family's table files, the
+// wanted payload bytes landing in the caller's memory: one pass over each
+// byte (the kernel's copy out of the page cache), the layer digest hashing
+// it right behind, a sub-read at a time, while it is still in cache.
+// RocksDB's block read instead reads the whole block into a buffer of its
+// own, checks its XXH3 trailer over every byte, and the reader copies the
+// payload out: three passes (bench/RESULTS.md, issue 25).
+//
+// What is checked here, and what is not. The index and properties blocks
+// are trusted only once their XXH3 trailers match. A data block's trailer
+// is not checked (that would be a second hash pass over the payload); what
+// is read of it is checked field by field: the entry's internal key is the
+// record's, its type a value, its envelope header the right magic, version,
+// kind, flags and length, the wanted range inside the payload. The payload
+// bytes themselves are covered by the layer digest the caller compares at
+// the layer's end (LayerReader, PieceChecks::kLayerDigest), and on a
+// mismatch the caller decodes every record again through RocksDB, whose
+// block checksum and the record's own checksum name the damage.
+//
+// Level 0's files are searched newest first, then each level in turn: the
+// first file that holds the key holds its newest value, as RocksDB would
+// find it (a record's key is written once: put ids are not reused).
+//
+// Anything this reader does not understand is not an error but a fall
+// back to RocksDB, before any byte is read into the caller's memory: a
+// record (or its deletion) still in a memtable, a table file compacted away, a table written
+// with other options, a record sharing the head of its block with entries
+// longer than the head read, a header that does not check.
+#pragma once
+
+#include <rocksdb/db.h>
+#include <rocksdb/file_system.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "auxstore/manifest_types.h"
+#include "auxstore/status.h"
+#include "format/envelope.h"
+
+namespace auxstore::store_internal {
+
+class DirectRecords {
+ public:
+  // Smaller pieces go through RocksDB: a record this size is longer than a
+  // data block's target size (4 KiB), so it ends its block, and one locate
+  // and two reads cost nothing beside its bytes.
+  static constexpr uint64_t kMinPieceBytes = 64u << 10;
+
+  // `records`: the column family of chunk records. Both outlive this.
+  DirectRecords(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* records);
+  ~DirectRecords();
+  DirectRecords(const DirectRecords&) = delete;
+  DirectRecords& operator=(const DirectRecords&) = delete;
+
+  // One reader's sequence of reads (a layer's pieces, in order): they read
+  // through a handle of their own on the table file.
+  struct Stream {
+    std::shared_ptr<const void> table;  // the table `file` reads
+    std::unique_ptr<rocksdb::FSRandomAccessFile> file;
+  };
+  // A layer at least this size gets a Stream (an open per layer costs
+  // nothing beside its bytes).
+  static constexpr uint64_t kStreamBytes = 4u << 20;
+
+  enum class Outcome { kRead, kFallBack };
+  // Reads payload[offset, offset + dst.size()) of the chunk record stored
+  // under `key` (a record of kind `kind`) into `dst`, feeding those bytes
+  // to `layer_hash` in order. kFallBack: nothing was read into `dst` or fed
+  // to the hash; read it through RocksDB. An error (IOError, or Corruption
+  // for a table file that ends inside the record): `dst` and `layer_hash`
+  // hold partial bytes. `stream`: the caller's (or null: the table's
+  // shared handle).
+  Result<Outcome> ReadRange(const std::string& key, RecordKind kind, uint64_t offset,
+                            std::span<uint8_t> dst, LayerHasher* layer_hash,
+                            Stream* stream = nullptr);
+
+  // Tests: pieces read here, and a switch to send every read to RocksDB.
+  uint64_t reads() const { return reads_.load(); }
+  void set_enabled(bool on) { enabled_.store(on); }
+  bool enabled() const { return enabled_.load(); }
+
+ private:
+  struct Table;
+  struct File {
+    uint64_t number = 0;
+    std::string path, smallest, largest;  // user keys
+  };
+  struct Located {
+    std::shared_ptr<Table> table;
+    uint64_t block_offset = 0, block_size = 0;
+  };
+
+  // Whether a memtable holds a value of `key` (newer than any table
+  // file's: RocksDB reads it there). A deletion there hides the key, and
+  // the file's value is read: the bytes the manifest read before named.
+  bool InMemtable(const std::string& key);
+  // The table file and data block holding `key` in the family's current
+  // files; an empty table when none does (or none can be read here).
+  Located Locate(const std::string& key);
+  void RefreshFilesLocked(uint64_t super_version);
+  std::shared_ptr<Table> TableLocked(const File& f);
+
+  rocksdb::DB* const db_;
+  rocksdb::ColumnFamilyHandle* const records_;
+  std::atomic<bool> enabled_{true};
+  std::atomic<uint64_t> reads_{0};
+
+  std::mutex mu_;
+  uint64_t files_version_ = ~uint64_t{0};  // RocksDB's super version the list is of
+  struct Level {
+    bool overlapping = false;  // level 0: newest first; others sorted by key
+    std::vector<File> files;
+  };
+  std::vector<Level> levels_;  // the non-empty levels, top down
+  // Opened tables by file number; null for a file this reader cannot read.
+  std::map<uint64_t, std::shared_ptr<Table>> tables_;
+};
+
+}  // namespace auxstore::store_internal

@@ -1,0 +1,172 @@
+// Copies into caller memory read pieces of 64 KiB and more straight from the
+// records' table files (store/direct_records.h): the bytes are exact, every
+// damage is still found, named and quarantined as RocksDB's reads name it,
+// and whatever the direct reader does not understand goes through RocksDB.
+#include <gtest/gtest.h>
+#include <rocksdb/db.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include "auxstore/prefix.h"
+#include "store/db_store.h"
+#include "store/keys.h"
+#include "store/rocks/rocks_options.h"
+#include "tests/store/store_test_fixture.h"
+
+namespace auxstore {
+namespace {
+
+using testing::PrefixFromSeed;
+using testing::RandomBytes;
+
+constexpr uint32_t kChunk = 1u << 20;
+
+// Flips bit `mask` of the byte `delta` bytes after the one place in the
+// store's table files where `pattern` is found. False when it is in none.
+bool FlipInTableFiles(const std::string& dir, const std::vector<uint8_t>& pattern, long delta,
+                      uint8_t mask) {
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".sst") continue;
+    std::vector<uint8_t> bytes;
+    {
+      std::ifstream in(e.path(), std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    auto at = std::search(bytes.begin(), bytes.end(), pattern.begin(), pattern.end());
+    if (at == bytes.end()) continue;
+    bytes[(at - bytes.begin()) + delta] ^= mask;
+    std::ofstream out(e.path(), std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    return true;
+  }
+  return false;
+}
+
+class DirectRecordsTest : public testing::StoreFixture {
+ protected:
+  void SetUp() override {
+    testing::StoreFixture::SetUp();
+    options_.chunk_bytes = kChunk;
+    options_.background_maintenance = false;
+    Reopen();
+  }
+
+  store_internal::DbStore& Db() { return dynamic_cast<store_internal::DbStore&>(*store_); }
+  uint64_t DirectReads() { return Db().DirectRecordsForTest()->reads(); }
+
+  std::vector<uint8_t> Put(const Prefix& p, size_t bytes, uint64_t seed) {
+    return PutOpaque(p, bytes, seed);
+  }
+  std::string ChunkKey(const Prefix& p, uint32_t chunk) {
+    return store_internal::RecordKey(ns_, store_->GetManifest(ns_, p)->put_id, 0, 0, chunk);
+  }
+  // `n` bytes of `blob` from `at`: a pattern to find its chunk on disk by.
+  static std::vector<uint8_t> Slice(const std::vector<uint8_t>& blob, size_t at, size_t n = 32) {
+    return {blob.begin() + long(at), blob.begin() + long(at + n)};
+  }
+};
+
+TEST_F(DirectRecordsTest, LargePiecesAreReadFromTheirTableFileExactlyAndSmallOnesThroughRocksDB) {
+  const Prefix p = PrefixFromSeed(1), small = PrefixFromSeed(2);
+  const size_t big = 3 * kChunk + 5000;  // pieces of 1, 1, 1 MiB and 5000 bytes
+  const auto blob = Put(p, big, 1);
+  const auto little = Put(small, 40000, 2);
+  std::vector<uint8_t> dst(big, 0xee);
+  ASSERT_EQ(store_->ReadLayerInto(ns_, p, 0, dst).value(), big);
+  EXPECT_EQ(dst, blob);
+  EXPECT_EQ(DirectReads(), 3u) << "the three 1 MiB pieces; the 5000-byte tail through RocksDB";
+
+  std::vector<uint8_t> few(40000);
+  ASSERT_EQ(store_->ReadLayerInto(ns_, small, 0, few).value(), 40000u);
+  EXPECT_EQ(few, little);
+  EXPECT_EQ(DirectReads(), 3u) << "a piece under 64 KiB goes through RocksDB";
+
+  Db().DirectRecordsForTest()->set_enabled(false);
+  std::fill(dst.begin(), dst.end(), 0xee);
+  ASSERT_EQ(store_->ReadLayerInto(ns_, p, 0, dst).value(), big);
+  EXPECT_EQ(dst, blob) << "RocksDB's read gives the same bytes";
+  EXPECT_EQ(DirectReads(), 3u);
+  Db().DirectRecordsForTest()->set_enabled(true);
+
+  // Compaction moves the records into other files: the reader follows.
+  ASSERT_TRUE(store_->Compact({}).ok());
+  std::fill(dst.begin(), dst.end(), 0xee);
+  ASSERT_EQ(store_->ReadLayerInto(ns_, p, 0, dst).value(), big);
+  EXPECT_EQ(dst, blob);
+  EXPECT_EQ(DirectReads(), 6u);
+}
+
+TEST_F(DirectRecordsTest, DamagedPayloadBytesFailTheLayerDigestAndAreNamedAndQuarantined) {
+  const Prefix p = PrefixFromSeed(1), other = PrefixFromSeed(2);
+  const auto blob = Put(p, 3 * kChunk, 1);
+  const auto kept = Put(other, 2 * kChunk, 2);
+  Close();
+  ASSERT_TRUE(FlipInTableFiles(path(), Slice(blob, kChunk + 4096), 100, 0x10));
+  Open();
+  std::vector<uint8_t> dst(3 * kChunk);
+  const auto got = store_->ReadLayerInto(ns_, p, 0, dst);
+  ASSERT_TRUE(got.status().IsCorruption()) << got.status().ToString();
+  EXPECT_NE(got.status().message().find("layer 0 array 0 chunk 1 of put"), std::string::npos)
+      << got.status().message();
+  EXPECT_EQ(DirectReads(), 3u) << "the damaged piece too was read directly";
+  EXPECT_EQ(store_->Stats().quarantines, 1u);
+  EXPECT_TRUE(store_->GetManifest(ns_, p).status().IsNotFound());
+  std::vector<uint8_t> again(2 * kChunk);
+  ASSERT_EQ(store_->ReadLayerInto(ns_, other, 0, again).value(), 2 * kChunk);
+  EXPECT_EQ(again, kept) << "only the damaged snapshot goes";
+}
+
+TEST_F(DirectRecordsTest, ADamagedRecordHeaderSendsThePieceToRocksDBWhichNamesIt) {
+  const Prefix p = PrefixFromSeed(1);
+  const auto blob = Put(p, 2 * kChunk, 1);
+  Close();
+  // The envelope's magic, 24 bytes before chunk 1's payload.
+  ASSERT_TRUE(FlipInTableFiles(path(), Slice(blob, kChunk), -24, 0x01));
+  Open();
+  std::vector<uint8_t> dst(2 * kChunk);
+  const auto got = store_->ReadLayerInto(ns_, p, 0, dst);
+  ASSERT_TRUE(got.status().IsCorruption()) << got.status().ToString();
+  EXPECT_NE(got.status().message().find("layer 0 array 0 chunk 1 of put"), std::string::npos)
+      << got.status().message();
+  EXPECT_EQ(DirectReads(), 1u) << "chunk 0 only";
+  EXPECT_EQ(store_->Stats().quarantines, 1u);
+}
+
+// A record written again after its put (here with damage, through raw
+// RocksDB) is read where RocksDB reads it: from the memtable while it is
+// there, then from the newer level-0 file, never from the older file.
+TEST_F(DirectRecordsTest, ARecordWrittenAgainIsReadWhereRocksDBReadsItsNewestValue) {
+  const Prefix p = PrefixFromSeed(1);
+  Put(p, 2 * kChunk, 1);
+  const std::string key = ChunkKey(p, 1);
+  Close();
+  {
+    namespace si = store_internal;
+    si::RocksSetup setup = si::MakeRocksSetup();
+    std::vector<rocksdb::ColumnFamilyHandle*> cfs;
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(setup.db, path(), setup.cfs, &cfs, &raw).ok());
+    std::string value;
+    ASSERT_TRUE(raw->Get(rocksdb::ReadOptions(), cfs[si::kRecords], key, &value).ok());
+    value[value.size() / 2] ^= 0x02;
+    ASSERT_TRUE(raw->Put(rocksdb::WriteOptions(), cfs[si::kRecords], key, value).ok());
+    ASSERT_TRUE(raw->Flush(rocksdb::FlushOptions(), cfs[si::kRecords]).ok());
+    for (auto* h : cfs) (void)raw->DestroyColumnFamilyHandle(h);
+    (void)raw->Close();
+    delete raw;
+  }
+  Open();
+  std::vector<uint8_t> dst(2 * kChunk);
+  const auto got = store_->ReadLayerInto(ns_, p, 0, dst);
+  ASSERT_TRUE(got.status().IsCorruption()) << got.status().ToString();
+  EXPECT_NE(got.status().message().find("layer 0 array 0 chunk 1 of put"), std::string::npos)
+      << got.status().message();
+  EXPECT_EQ(DirectReads(), 2u) << "both pieces from table files, chunk 1 from the newer one";
+}
+
+}  // namespace
+}  // namespace auxstore
