@@ -234,6 +234,13 @@ LayerHasher::LayerHasher(const Manifest& m, const LayerEntry& l) : state_(State:
   }
 }
 LayerHasher::~LayerHasher() { State::Give(std::move(state_)); }
+LayerHasher::LayerHasher(const LayerHasher& other) : state_(State::Take()) {
+  *state_ = *other.state_;
+}
+LayerHasher& LayerHasher::operator=(const LayerHasher& other) {
+  if (this != &other) *state_ = *other.state_;
+  return *this;
+}
 LayerHasher::LayerHasher(LayerHasher&&) noexcept = default;
 LayerHasher& LayerHasher::operator=(LayerHasher&&) noexcept = default;
 

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <optional>
 
+#include "format/byte_order.h"
+#include "format/xxh3.h"
 #include "store/table_format.h"
 #include "store/table_walk.h"
 
@@ -148,6 +150,26 @@ DirectRecords::DirectRecords(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* recor
 
 DirectRecords::~DirectRecords() = default;
 
+std::vector<uint8_t> DirectRecords::TakeBuffer(uint64_t bytes) {
+  std::vector<uint8_t> b;
+  {
+    std::lock_guard lock(buffers_mu_);
+    if (!buffers_.empty()) {
+      b = std::move(buffers_.back());
+      buffers_.pop_back();
+    }
+  }
+  if (b.size() < bytes) b.resize(bytes);  // zeroed once, then reused
+  return b;
+}
+
+void DirectRecords::GiveBuffer(std::vector<uint8_t> b) {
+  if (b.empty()) return;
+  std::lock_guard lock(buffers_mu_);
+  if (buffers_.size() < kKeptBuffers && b.size() <= kKeptBufferBytes)
+    buffers_.push_back(std::move(b));
+}
+
 void DirectRecords::RefreshFilesLocked(uint64_t super_version) {
   rocksdb::ColumnFamilyMetaData meta;
   db_->GetColumnFamilyMetaData(records_, &meta);
@@ -222,7 +244,8 @@ DirectRecords::Located DirectRecords::Locate(const std::string& key) {
 
 Result<DirectRecords::Outcome> DirectRecords::ReadRange(const std::string& key, RecordKind kind,
                                                         uint64_t offset, std::span<uint8_t> dst,
-                                                        LayerHasher* layer_hash, Stream* stream) {
+                                                        Check check, LayerHasher* layer_hash,
+                                                        Stream* stream) {
   if (!enabled_.load() || dst.size() < kMinPieceBytes || InMemtable(key)) {
     return Outcome::kFallBack;
   }
@@ -273,6 +296,17 @@ Result<DirectRecords::Outcome> DirectRecords::ReadRange(const std::string& key, 
       dst.size() > payload_len - offset) {
     return Outcome::kFallBack;
   }
+  // The record's own checksum covers its whole payload: [0, 16) of the
+  // header, then the payload, seeded with the key's hash (envelope.h).
+  XXH3_state_t record_hash;
+  std::optional<LayerHasher> layer_hash_before;  // restored on a fall back
+  if (check == Check::kRecordChecksum) {
+    if (offset != 0 || dst.size() != payload_len) return Outcome::kFallBack;
+    if (layer_hash) layer_hash_before.emplace(*layer_hash);
+    XXH3_INITSTATE(&record_hash);
+    XXH3_64bits_reset_withSeed(&record_hash, XXH3_64bits(key.data(), key.size()));
+    XXH3_64bits_update(&record_hash, head + value_at, kEnvelopePrefixBytes);
+  }
 
   uint64_t from = at.block_offset + value_at + kEnvelopeHeaderBytes + offset;
   // A stream of its own gets a file handle of its own: the kernel keeps its
@@ -306,9 +340,16 @@ Result<DirectRecords::Outcome> DirectRecords::ReadRange(const std::string& key, 
       return Status::Corruption("a table file of the store ended inside a chunk record (" +
                                 std::to_string(at.table->size) + " bytes)");
     }
+    if (check == Check::kRecordChecksum) XXH3_64bits_update(&record_hash, dst.data() + done, n);
     if (layer_hash) layer_hash->Update(ByteSpan(dst.data() + done, n));
     done += n;
     from += n;
+  }
+  if (check == Check::kRecordChecksum &&
+      XXH3_64bits_digest(&record_hash) !=
+          internal::GetLE64(head + value_at + kEnvelopePrefixBytes)) {
+    if (layer_hash) *layer_hash = std::move(*layer_hash_before);
+    return Outcome::kFallBack;  // RocksDB's read names the damage
   }
   reads_.fetch_add(1, std::memory_order_relaxed);
   return Outcome::kRead;

@@ -70,16 +70,30 @@ class DirectRecords {
   static constexpr uint64_t kStreamBytes = 4u << 20;
 
   enum class Outcome { kRead, kFallBack };
+  // How the bytes read are checked. kLayerDigest: fed to the caller's layer
+  // hash, which the caller compares at the layer's end (the reads into
+  // caller memory). kRecordChecksum: the whole payload is read and checked
+  // against the record's own checksum before the read returns (a stream's
+  // views, handed on before the layer's end); a mismatch is a fall back,
+  // RocksDB's read naming the damage.
+  enum class Check { kLayerDigest, kRecordChecksum };
   // Reads payload[offset, offset + dst.size()) of the chunk record stored
   // under `key` (a record of kind `kind`) into `dst`, feeding those bytes
   // to `layer_hash` in order. kFallBack: nothing was read into `dst` or fed
   // to the hash; read it through RocksDB. An error (IOError, or Corruption
   // for a table file that ends inside the record): `dst` and `layer_hash`
   // hold partial bytes. `stream`: the caller's (or null: the table's
-  // shared handle).
+  // shared handle). With kRecordChecksum only a whole payload (offset 0,
+  // dst its size) is read here, and a fall back after its checksum did not
+  // match leaves `dst` written (and `layer_hash` as it was).
   Result<Outcome> ReadRange(const std::string& key, RecordKind kind, uint64_t offset,
-                            std::span<uint8_t> dst, LayerHasher* layer_hash,
+                            std::span<uint8_t> dst, Check check, LayerHasher* layer_hash,
                             Stream* stream = nullptr);
+
+  // Buffers for views of pieces read here (a stream's reader holds one
+  // until it goes): a few are kept, so a layer's read faults no fresh pages.
+  std::vector<uint8_t> TakeBuffer(uint64_t bytes);
+  void GiveBuffer(std::vector<uint8_t> b);
 
   // Tests: pieces read here, and a switch to send every read to RocksDB.
   uint64_t reads() const { return reads_.load(); }
@@ -111,6 +125,11 @@ class DirectRecords {
   rocksdb::ColumnFamilyHandle* const records_;
   std::atomic<bool> enabled_{true};
   std::atomic<uint64_t> reads_{0};
+
+  static constexpr size_t kKeptBuffers = 4;
+  static constexpr uint64_t kKeptBufferBytes = 16u << 20;
+  std::mutex buffers_mu_;
+  std::vector<std::vector<uint8_t>> buffers_;
 
   std::mutex mu_;
   uint64_t files_version_ = ~uint64_t{0};  // RocksDB's super version the list is of

@@ -201,6 +201,7 @@ class DbStore::LayerCursor final : public LayerReader {
   // Read-ahead in flight references this reader.
   ~LayerCursor() override {
     for (auto& pending : ahead_) pending.wait();
+    if (s_.direct_) s_.direct_->GiveBuffer(std::move(view_));
   }
 
   // Feeds the header to the layer digest; a layer that is only a header
@@ -233,6 +234,25 @@ class DbStore::LayerCursor final : public LayerReader {
   Result<View> Read() override {
     AUXSTORE_RETURN_IF_ERROR(CanRead());
     const LayerPiece piece = pieces_[next_];
+    if (mode_.direct && !mode_.digest_first && s_.direct_ &&
+        piece.bytes >= DirectRecords::kMinPieceBytes) {
+      // Read from the table file into a buffer of this reader's, the
+      // record's own checksum checked before the view is handed on.
+      if (view_.size() < piece.bytes) {
+        s_.direct_->GiveBuffer(std::move(view_));
+        view_ = s_.direct_->TakeBuffer(piece.bytes);
+      }
+      const std::span<uint8_t> dst(view_.data(), piece.bytes);
+      AssignRecordKey(&taken_.key, ns_, piece.owner, entry_.layer, piece.array, piece.chunk);
+      auto direct =
+          s_.direct_->ReadRange(taken_.key, ChunkRecordKind(entry_.kind), piece.chunk_offset, dst,
+                                DirectRecords::Check::kRecordChecksum, &hasher_, Stream());
+      if (!direct.ok()) return Fail(Damaged(direct.error().WithContext(PieceWhere(piece)), &piece));
+      if (*direct == DirectRecords::Outcome::kRead) {
+        AUXSTORE_ASSIGN_OR_RETURN(ByteSpan bytes, Delivered(dst));
+        return View{piece, bytes};
+      }
+    }
     AUXSTORE_ASSIGN_OR_RETURN(ByteSpan bytes, ReadNext({}));
     return View{piece, bytes};
   }
@@ -244,6 +264,15 @@ class DbStore::LayerCursor final : public LayerReader {
     rocksdb::Slice value;               // held by records_, or by `own`
     std::unique_ptr<PinnedRecord> own;  // a large piece's own iterator
   };
+
+  // A multi-MiB layer's pieces read from table files go through a file
+  // handle of their own (DirectRecords::Stream); others through the table's.
+  DirectRecords::Stream* Stream() {
+    if (!stream_ && entry_.bytes >= DirectRecords::kStreamBytes) {
+      stream_ = std::make_unique<DirectRecords::Stream>();
+    }
+    return stream_.get();
+  }
 
   Status CanRead() const {
     if (!failed_.ok()) return failed_;
@@ -261,11 +290,9 @@ class DbStore::LayerCursor final : public LayerReader {
     if (mode_.direct && mode_.digest_first && s_.direct_ &&
         piece.bytes >= DirectRecords::kMinPieceBytes && !copy_to.empty()) {
       AssignRecordKey(&taken_.key, ns_, piece.owner, entry_.layer, piece.array, piece.chunk);
-      if (!stream_ && entry_.bytes >= DirectRecords::kStreamBytes) {
-        stream_ = std::make_unique<DirectRecords::Stream>();
-      }
-      auto direct = s_.direct_->ReadRange(taken_.key, ChunkRecordKind(entry_.kind),
-                                          piece.chunk_offset, copy_to, &hasher_, stream_.get());
+      auto direct =
+          s_.direct_->ReadRange(taken_.key, ChunkRecordKind(entry_.kind), piece.chunk_offset,
+                                copy_to, DirectRecords::Check::kLayerDigest, &hasher_, Stream());
       if (!direct.ok()) return Fail(Damaged(direct.error().WithContext(PieceWhere(piece)), &piece));
       if (*direct == DirectRecords::Outcome::kRead) {
         read_direct_ = true;
@@ -448,6 +475,7 @@ class DbStore::LayerCursor final : public LayerReader {
   size_t posted_ = 0;         // pieces below it are read or being read
   bool read_direct_ = false;  // a piece came from the table files (DirectRecords)
   std::unique_ptr<DirectRecords::Stream> stream_;  // a multi-MiB layer's own file handle
+  std::vector<uint8_t> view_;                      // Read()'s pieces from table files
   Status failed_;
 };
 

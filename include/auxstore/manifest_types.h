@@ -105,6 +105,9 @@ class LayerHasher {
  public:
   LayerHasher(const Manifest& m, const LayerEntry& l);
   ~LayerHasher();
+  // A copy hashes on from the same point (a reader undoing bytes it fed).
+  LayerHasher(const LayerHasher& other);
+  LayerHasher& operator=(const LayerHasher& other);
   LayerHasher(LayerHasher&&) noexcept;
   LayerHasher& operator=(LayerHasher&&) noexcept;
 

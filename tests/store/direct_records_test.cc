@@ -136,6 +136,44 @@ TEST_F(DirectRecordsTest, ADamagedRecordHeaderSendsThePieceToRocksDBWhichNamesIt
   EXPECT_EQ(store_->Stats().quarantines, 1u);
 }
 
+// ReadLayer's stream reads such pieces from the table file too, into a
+// buffer of its reader's, each checked by the record's own checksum before
+// the sink sees it: a damaged piece never reaches the sink.
+TEST_F(DirectRecordsTest, AStreamedLayerHandsOnlyCheckedPiecesToItsSink) {
+  const Prefix p = PrefixFromSeed(1);
+  const size_t big = 5 * kChunk + 5000;  // a layer with a file handle of its own
+  const auto blob = Put(p, big, 1);
+  std::vector<uint8_t> got;
+  ASSERT_TRUE(store_
+                  ->ReadLayer(ns_, p, 0,
+                              [&](uint64_t offset, ByteSpan bytes) {
+                                EXPECT_EQ(offset, got.size());
+                                got.insert(got.end(), bytes.begin(), bytes.end());
+                                return Status::Ok();
+                              })
+                  .ok());
+  EXPECT_EQ(got, blob);
+  EXPECT_EQ(DirectReads(), 5u);
+  EXPECT_EQ(store_->GetLayer(ns_, p, 0).value(), blob);
+  EXPECT_EQ(DirectReads(), 10u);
+
+  Close();
+  ASSERT_TRUE(FlipInTableFiles(path(), Slice(blob, 2 * kChunk + 4096), 7, 0x80));
+  Open();
+  got.clear();
+  const Status st = store_->ReadLayer(ns_, p, 0, [&](uint64_t, ByteSpan bytes) {
+    got.insert(got.end(), bytes.begin(), bytes.end());
+    return Status::Ok();
+  });
+  ASSERT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_NE(st.message().find("layer 0 array 0 chunk 2 of put"), std::string::npos)
+      << st.message();
+  ASSERT_EQ(got.size(), 2 * kChunk) << "chunks 0 and 1 only";
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), blob.begin()));
+  EXPECT_EQ(DirectReads(), 2u) << "the damaged chunk failed its checksum and went to RocksDB";
+  EXPECT_EQ(store_->Stats().quarantines, 1u);
+}
+
 // A record written again after its put (here with damage, through raw
 // RocksDB) is read where RocksDB reads it: from the memtable while it is
 // there, then from the newer level-0 file, never from the older file.
