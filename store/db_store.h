@@ -473,6 +473,7 @@ class DbStore final : public Store {
   std::unique_ptr<rocksdb::DB> db_;
   bool db_read_only_ = false;              // db_ came from OpenForReadOnly
   std::unique_ptr<DirectRecords> direct_;  // over db_, reset before it closes
+  std::shared_ptr<TableDeletions> table_deletions_ = std::make_shared<TableDeletions>();
   std::vector<rocksdb::ColumnFamilyHandle*> cf_;
 
   std::mutex commit_mu_;  // commit sequence, watermark, meta counters

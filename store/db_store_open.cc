@@ -114,6 +114,7 @@ DbStore::DbStore(const Options& options, std::string path, std::shared_ptr<rocks
       read_pool_(std::max<size_t>(2, read_lanes_)),
       work_pool_(options.work_threads) {
   if (read_lanes_ > 1) lane_pool_.emplace(read_lanes_ - 1);
+  setup_.db.listeners.push_back(table_deletions_);
 }
 
 Result<std::unique_ptr<Store>> DbStore::Open(const Options& options, const std::string& path,
@@ -163,6 +164,7 @@ DbStore::~DbStore() {
 
 void DbStore::CloseDb() {
   if (!db_) return;
+  table_deletions_->Attach(nullptr);
   direct_.reset();
   for (auto* h : cf_) {
     if (h) (void)db_->DestroyColumnFamilyHandle(h);
@@ -346,7 +348,10 @@ Status DbStore::OpenRocks(bool read_only, bool create) {
   }
   db_.reset(raw);
   db_read_only_ = read_only;
-  if (cf_.size() > kRecords) direct_ = std::make_unique<DirectRecords>(db_.get(), cf_[kRecords]);
+  if (cf_.size() > kRecords) {
+    direct_ = std::make_unique<DirectRecords>(db_.get(), cf_[kRecords]);
+    table_deletions_->Attach(direct_.get());
+  }
   return Status::Ok();
 }
 

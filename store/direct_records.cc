@@ -43,7 +43,12 @@ bool ReadExactly(rocksdb::FSRandomAccessFile& file, uint64_t offset, uint64_t n,
 // The block at `h`, its trailer matching; nullopt otherwise.
 std::optional<std::vector<uint8_t>> ReadVerifiedBlock(rocksdb::FSRandomAccessFile& file,
                                                       uint64_t file_size, const Handle& h) {
-  if (h.offset > file_size || h.size + table_format::kBlockTrailerBytes > file_size - h.offset) {
+  // The handles come from the footer, which has no checksum: bounded by the
+  // file before any arithmetic, and by a sane block size.
+  constexpr uint64_t kMaxMetaBlockBytes = 64u << 20;
+  if (h.offset > file_size || h.size > file_size - h.offset ||
+      table_format::kBlockTrailerBytes > file_size - h.offset - h.size ||
+      h.size > kMaxMetaBlockBytes) {
     return std::nullopt;
   }
   std::vector<uint8_t> block(h.size + table_format::kBlockTrailerBytes);
@@ -170,9 +175,10 @@ void DirectRecords::GiveBuffer(std::vector<uint8_t> b) {
     buffers_.push_back(std::move(b));
 }
 
-void DirectRecords::RefreshFilesLocked(uint64_t super_version) {
-  rocksdb::ColumnFamilyMetaData meta;
-  db_->GetColumnFamilyMetaData(records_, &meta);
+// RocksDB's metadata is fetched outside mu_ (it takes the DB mutex, and
+// the deletion listener takes mu_), then installed under it.
+void DirectRecords::InstallFilesLocked(const rocksdb::ColumnFamilyMetaData& meta,
+                                       uint64_t super_version) {
   levels_.clear();
   std::map<uint64_t, std::shared_ptr<Table>> kept;
   for (const rocksdb::LevelMetaData& level : meta.levels) {
@@ -197,12 +203,22 @@ void DirectRecords::RefreshFilesLocked(uint64_t super_version) {
   files_version_ = super_version;
 }
 
-std::shared_ptr<DirectRecords::Table> DirectRecords::TableLocked(const File& f) {
-  auto it = tables_.find(f.number);
-  if (it != tables_.end()) return it->second;
-  std::shared_ptr<Table> t = Table::Open(*db_->GetFileSystem(), f.path);
-  tables_.emplace(f.number, t);
-  return t;
+void DirectRecords::Forget(const std::string& path) {
+  // RocksDB names a table file NNNNNN.sst.
+  const size_t slash = path.find_last_of('/');
+  const std::string name = path.substr(slash == std::string::npos ? 0 : slash + 1);
+  if (!name.ends_with(".sst")) return;
+  uint64_t number = 0;
+  for (size_t i = 0; i + 4 < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return;
+    number = number * 10 + uint64_t(name[i] - '0');
+  }
+  std::shared_ptr<Table> closing;  // closed outside the lock
+  std::lock_guard lock(mu_);
+  auto it = tables_.find(number);
+  if (it == tables_.end()) return;
+  closing = std::move(it->second);
+  tables_.erase(it);
 }
 
 bool DirectRecords::InMemtable(const std::string& key) {
@@ -220,24 +236,52 @@ DirectRecords::Located DirectRecords::Locate(const std::string& key) {
   if (!db_->GetIntProperty(records_, "rocksdb.current-super-version-number", &super_version)) {
     return {};
   }
-  std::lock_guard lock(mu_);
-  if (super_version != files_version_) RefreshFilesLocked(super_version);
-  // The first file holding the key holds its newest value: level 0's files
-  // newest first, then one file per level (their files do not overlap).
-  for (const Level& level : levels_) {
-    auto first = level.files.begin();
-    auto last = level.files.end();
-    if (!level.overlapping) {
-      first = std::lower_bound(first, last, key,
-                               [](const File& f, const std::string& k) { return f.largest < k; });
-      if (first != last) last = first + 1;
+  bool stale;
+  {
+    std::lock_guard lock(mu_);
+    stale = super_version != files_version_;
+  }
+  if (stale) {
+    rocksdb::ColumnFamilyMetaData meta;
+    db_->GetColumnFamilyMetaData(records_, &meta);
+    std::lock_guard lock(mu_);
+    if (super_version != files_version_) InstallFilesLocked(meta, super_version);
+  }
+  // The file to read: found under mu_, opened (the first time) outside it.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const File* wanted = nullptr;
+    File to_open;
+    {
+      std::lock_guard lock(mu_);
+      // The first file holding the key holds its newest value: level 0's
+      // files newest first, then one file per level (theirs do not overlap).
+      for (const Level& level : levels_) {
+        auto first = level.files.begin();
+        auto last = level.files.end();
+        if (!level.overlapping) {
+          first = std::lower_bound(
+              first, last, key, [](const File& f, const std::string& k) { return f.largest < k; });
+          if (first != last) last = first + 1;
+        }
+        for (auto f = first; f != last && !wanted; ++f) {
+          if (key >= f->smallest && key <= f->largest) wanted = &*f;
+        }
+        if (wanted) break;
+      }
+      if (!wanted) return {};
+      auto it = tables_.find(wanted->number);
+      if (it != tables_.end()) {
+        if (!it->second) return {};  // not ours to read
+        if (auto block = it->second->BlockFor(key)) return {it->second, block->offset, block->size};
+        return {};  // RocksDB reads on into the deeper levels; so does the fall back
+      }
+      to_open = *wanted;
     }
-    for (auto f = first; f != last; ++f) {
-      if (key < f->smallest || key > f->largest) continue;
-      std::shared_ptr<Table> t = TableLocked(*f);
-      if (!t) return {};  // the newest file that may hold it is not ours to read
-      if (auto block = t->BlockFor(key)) return {t, block->offset, block->size};
-    }
+    std::shared_ptr<Table> t = Table::Open(*db_->GetFileSystem(), to_open.path);
+    std::lock_guard lock(mu_);
+    // Bounded: each open table holds a descriptor besides RocksDB's own.
+    if (tables_.size() >= kMaxOpenTables) tables_.erase(tables_.begin());
+    tables_.emplace(to_open.number, std::move(t));
   }
   return {};
 }

@@ -30,6 +30,8 @@
 
 #include <rocksdb/db.h>
 #include <rocksdb/file_system.h>
+#include <rocksdb/listener.h>
+#include <rocksdb/metadata.h>
 
 #include <atomic>
 #include <cstdint>
@@ -79,13 +81,13 @@ class DirectRecords {
   enum class Check { kLayerDigest, kRecordChecksum };
   // Reads payload[offset, offset + dst.size()) of the chunk record stored
   // under `key` (a record of kind `kind`) into `dst`, feeding those bytes
-  // to `layer_hash` in order. kFallBack: nothing was read into `dst` or fed
-  // to the hash; read it through RocksDB. An error (IOError, or Corruption
-  // for a table file that ends inside the record): `dst` and `layer_hash`
-  // hold partial bytes. `stream`: the caller's (or null: the table's
-  // shared handle). With kRecordChecksum only a whole payload (offset 0,
-  // dst its size) is read here, and a fall back after its checksum did not
-  // match leaves `dst` written (and `layer_hash` as it was).
+  // to `layer_hash` in order. kFallBack: nothing was fed to the hash
+  // (though `dst` may be written); read it through RocksDB, which also
+  // decides what an I/O error, a file cut short or a checksum mismatch met
+  // here is. No error comes from here. `stream`: the caller's (or null: the
+  // table's shared handle). With kRecordChecksum only a whole payload
+  // (offset 0, dst its size) is read here, checked against the record's
+  // own checksum.
   Result<Outcome> ReadRange(const std::string& key, RecordKind kind, uint64_t offset,
                             std::span<uint8_t> dst, Check check, LayerHasher* layer_hash,
                             Stream* stream = nullptr);
@@ -94,6 +96,10 @@ class DirectRecords {
   // until it goes): a few are kept, so a layer's read faults no fresh pages.
   std::vector<uint8_t> TakeBuffer(uint64_t bytes);
   void GiveBuffer(std::vector<uint8_t> b);
+
+  // Closes this reader's handle on a table file RocksDB deleted (its space
+  // is freed at once, not at the next read): TableDeletions calls it.
+  void Forget(const std::string& path);
 
   // Tests: pieces read here, and a switch to send every read to RocksDB.
   uint64_t reads() const { return reads_.load(); }
@@ -118,14 +124,14 @@ class DirectRecords {
   // The table file and data block holding `key` in the family's current
   // files; an empty table when none does (or none can be read here).
   Located Locate(const std::string& key);
-  void RefreshFilesLocked(uint64_t super_version);
-  std::shared_ptr<Table> TableLocked(const File& f);
+  void InstallFilesLocked(const rocksdb::ColumnFamilyMetaData& meta, uint64_t super_version);
 
   rocksdb::DB* const db_;
   rocksdb::ColumnFamilyHandle* const records_;
   std::atomic<bool> enabled_{true};
   std::atomic<uint64_t> reads_{0};
 
+  static constexpr size_t kMaxOpenTables = 64;
   static constexpr size_t kKeptBuffers = 4;
   static constexpr uint64_t kKeptBufferBytes = 16u << 20;
   std::mutex buffers_mu_;
@@ -140,6 +146,25 @@ class DirectRecords {
   std::vector<Level> levels_;  // the non-empty levels, top down
   // Opened tables by file number; null for a file this reader cannot read.
   std::map<uint64_t, std::shared_ptr<Table>> tables_;
+};
+
+// Tells the store's DirectRecords (while one is attached) of every table
+// file RocksDB deletes. Registered with RocksDB before the open; RocksDB
+// calls it without its DB mutex held.
+class TableDeletions : public rocksdb::EventListener {
+ public:
+  void Attach(DirectRecords* target) {
+    std::lock_guard lock(mu_);
+    target_ = target;
+  }
+  void OnTableFileDeleted(const rocksdb::TableFileDeletionInfo& info) override {
+    std::lock_guard lock(mu_);
+    if (target_) target_->Forget(info.file_path);
+  }
+
+ private:
+  std::mutex mu_;
+  DirectRecords* target_ = nullptr;
 };
 
 }  // namespace auxstore::store_internal

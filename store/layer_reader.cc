@@ -392,15 +392,24 @@ class DbStore::LayerCursor final : public LayerReader {
         const LayerPiece& piece = pieces_[i];
         Fetched f;
         Fetch(i, &f, /*ahead=*/false);
+        // An error that is not damage (an I/O error) leaves the question
+        // open: it fails the read, and nothing is quarantined.
+        if (!f.status.ok() && !f.status.IsNotFound() && !f.status.IsCorruption()) {
+          return Fail(f.status.WithContext(PieceWhere(piece)));
+        }
         decoded = f.status.ok() &&
                   CheckChunkRecord(Bytes(f.key), Bytes(f.value),
                                    {entry_.kind, piece.chunk_offset, piece.bytes, false}, &again)
                       .ok();
       }
       if (decoded && CheckLayerDigest(entry_, again.Digest()).ok()) {
+        // Whatever made them differ, this store reads through RocksDB from
+        // now on, so the read asked for below gives the right bytes.
+        s_.direct_->set_enabled(false);
         return Fail(Status::IOError(
             "layer " + std::to_string(entry_.layer) + " of " + Where(ns_, prefix_) +
-            " read from its table files differs from what RocksDB reads; read it again"));
+            " read from its table files differs from what RocksDB reads; read it again "
+            "(this store now reads through RocksDB only)"));
       }
     }
     for (size_t i = 0; i < pieces_.size(); ++i) {
