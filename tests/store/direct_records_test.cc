@@ -15,6 +15,7 @@
 #include "store/db_store.h"
 #include "store/keys.h"
 #include "store/rocks/rocks_options.h"
+#include "tests/store/record_damage.h"
 #include "tests/store/store_test_fixture.h"
 
 namespace auxstore {
@@ -64,6 +65,15 @@ class DirectRecordsTest : public testing::StoreFixture {
   std::string ChunkKey(const Prefix& p, uint32_t chunk) {
     return store_internal::RecordKey(ns_, store_->GetManifest(ns_, p)->put_id, 0, 0, chunk);
   }
+  // ReadLayerInto of layer 0 of `p` (`bytes` long) fails with Corruption
+  // naming chunk `chunk`.
+  void ExpectCorruptionNaming(const Prefix& p, size_t bytes, uint32_t chunk) {
+    std::vector<uint8_t> dst(bytes);
+    const auto got = store_->ReadLayerInto(ns_, p, 0, dst);
+    ASSERT_TRUE(got.status().IsCorruption()) << got.status().ToString();
+    const std::string named = "layer 0 array 0 chunk " + std::to_string(chunk) + " of put";
+    EXPECT_NE(got.status().message().find(named), std::string::npos) << got.status().message();
+  }
   // `n` bytes of `blob` from `at`: a pattern to find its chunk on disk by.
   static std::vector<uint8_t> Slice(const std::vector<uint8_t>& blob, size_t at, size_t n = 32) {
     return {blob.begin() + long(at), blob.begin() + long(at + n)};
@@ -107,11 +117,7 @@ TEST_F(DirectRecordsTest, DamagedPayloadBytesFailTheLayerDigestAndAreNamedAndQua
   Close();
   ASSERT_TRUE(FlipInTableFiles(path(), Slice(blob, kChunk + 4096), 100, 0x10));
   Open();
-  std::vector<uint8_t> dst(3 * kChunk);
-  const auto got = store_->ReadLayerInto(ns_, p, 0, dst);
-  ASSERT_TRUE(got.status().IsCorruption()) << got.status().ToString();
-  EXPECT_NE(got.status().message().find("layer 0 array 0 chunk 1 of put"), std::string::npos)
-      << got.status().message();
+  ExpectCorruptionNaming(p, 3 * kChunk, 1);
   EXPECT_EQ(DirectReads(), 3u) << "the damaged piece too was read directly";
   EXPECT_EQ(store_->Stats().quarantines, 1u);
   EXPECT_TRUE(store_->GetManifest(ns_, p).status().IsNotFound());
@@ -127,11 +133,7 @@ TEST_F(DirectRecordsTest, ADamagedRecordHeaderSendsThePieceToRocksDBWhichNamesIt
   // The envelope's magic, 24 bytes before chunk 1's payload.
   ASSERT_TRUE(FlipInTableFiles(path(), Slice(blob, kChunk), -24, 0x01));
   Open();
-  std::vector<uint8_t> dst(2 * kChunk);
-  const auto got = store_->ReadLayerInto(ns_, p, 0, dst);
-  ASSERT_TRUE(got.status().IsCorruption()) << got.status().ToString();
-  EXPECT_NE(got.status().message().find("layer 0 array 0 chunk 1 of put"), std::string::npos)
-      << got.status().message();
+  ExpectCorruptionNaming(p, 2 * kChunk, 1);
   EXPECT_EQ(DirectReads(), 1u) << "chunk 0 only";
   EXPECT_EQ(store_->Stats().quarantines, 1u);
 }
@@ -181,27 +183,10 @@ TEST_F(DirectRecordsTest, ARecordWrittenAgainIsReadWhereRocksDBReadsItsNewestVal
   Put(p, 2 * kChunk, 1);
   const std::string key = ChunkKey(p, 1);
   Close();
-  {
-    namespace si = store_internal;
-    si::RocksSetup setup = si::MakeRocksSetup();
-    std::vector<rocksdb::ColumnFamilyHandle*> cfs;
-    rocksdb::DB* raw = nullptr;
-    ASSERT_TRUE(rocksdb::DB::Open(setup.db, path(), setup.cfs, &cfs, &raw).ok());
-    std::string value;
-    ASSERT_TRUE(raw->Get(rocksdb::ReadOptions(), cfs[si::kRecords], key, &value).ok());
-    value[value.size() / 2] ^= 0x02;
-    ASSERT_TRUE(raw->Put(rocksdb::WriteOptions(), cfs[si::kRecords], key, value).ok());
-    ASSERT_TRUE(raw->Flush(rocksdb::FlushOptions(), cfs[si::kRecords]).ok());
-    for (auto* h : cfs) (void)raw->DestroyColumnFamilyHandle(h);
-    (void)raw->Close();
-    delete raw;
-  }
+  testing::RewriteRecord(
+      path(), key, [](std::string* v) { (*v)[v->size() / 2] ^= 0x02; }, /*flush=*/true);
   Open();
-  std::vector<uint8_t> dst(2 * kChunk);
-  const auto got = store_->ReadLayerInto(ns_, p, 0, dst);
-  ASSERT_TRUE(got.status().IsCorruption()) << got.status().ToString();
-  EXPECT_NE(got.status().message().find("layer 0 array 0 chunk 1 of put"), std::string::npos)
-      << got.status().message();
+  ExpectCorruptionNaming(p, 2 * kChunk, 1);
   EXPECT_EQ(DirectReads(), 2u) << "both pieces from table files, chunk 1 from the newer one";
 }
 
@@ -211,21 +196,7 @@ TEST_F(DirectRecordsTest, ARecordInAMemtableIsReadThroughRocksDB) {
   const auto blob = Put(p, 2 * kChunk, 1);
   const std::string key = ChunkKey(p, 1);
   Close();
-  {
-    namespace si = store_internal;
-    si::RocksSetup setup = si::MakeRocksSetup();
-    std::vector<rocksdb::ColumnFamilyHandle*> cfs;
-    rocksdb::DB* raw = nullptr;
-    ASSERT_TRUE(rocksdb::DB::Open(setup.db, path(), setup.cfs, &cfs, &raw).ok());
-    std::string value;
-    ASSERT_TRUE(raw->Get(rocksdb::ReadOptions(), cfs[si::kRecords], key, &value).ok());
-    rocksdb::WriteOptions synced;
-    synced.sync = true;  // the same bytes again, left in the WAL (replayed into a memtable)
-    ASSERT_TRUE(raw->Put(synced, cfs[si::kRecords], key, value).ok());
-    for (auto* h : cfs) (void)raw->DestroyColumnFamilyHandle(h);
-    (void)raw->Close();
-    delete raw;
-  }
+  testing::RewriteRecord(path(), key, [](std::string*) {});  // the same bytes, in the WAL
   Open();
   std::vector<uint8_t> dst(2 * kChunk);
   ASSERT_EQ(store_->ReadLayerInto(ns_, p, 0, dst).value(), 2 * kChunk);

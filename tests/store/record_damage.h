@@ -15,9 +15,10 @@
 namespace auxstore::testing {
 
 // Reads the value of `key` in column family `cf` of the closed store at
-// `path`, lets `edit` change it, writes it back (synced).
+// `path`, lets `edit` change it, writes it back (synced: a reopen replays it
+// into a memtable; `flush`: into a new level-0 table file instead).
 inline void RewriteValue(const std::string& path, int cf, const std::string& key,
-                         const std::function<void(std::string*)>& edit) {
+                         const std::function<void(std::string*)>& edit, bool flush = false) {
   namespace si = store_internal;
   si::RocksSetup setup = si::MakeRocksSetup();
   std::vector<rocksdb::ColumnFamilyHandle*> cfs;
@@ -29,6 +30,9 @@ inline void RewriteValue(const std::string& path, int cf, const std::string& key
   rocksdb::WriteOptions wo;
   wo.sync = true;
   ASSERT_TRUE(raw->Put(wo, cfs[cf], key, value).ok());
+  if (flush) {
+    ASSERT_TRUE(raw->Flush(rocksdb::FlushOptions(), cfs[cf]).ok());
+  }
   for (auto* h : cfs) (void)raw->DestroyColumnFamilyHandle(h);
   (void)raw->Close();
   delete raw;
@@ -36,8 +40,8 @@ inline void RewriteValue(const std::string& path, int cf, const std::string& key
 
 // RewriteValue of the record `key`.
 inline void RewriteRecord(const std::string& path, const std::string& key,
-                          const std::function<void(std::string*)>& edit) {
-  RewriteValue(path, store_internal::kRecords, key, edit);
+                          const std::function<void(std::string*)>& edit, bool flush = false) {
+  RewriteValue(path, store_internal::kRecords, key, edit, flush);
 }
 
 }  // namespace auxstore::testing
