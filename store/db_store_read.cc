@@ -177,15 +177,12 @@ Status DbStore::StreamLayer(NamespaceId ns, const Prefix& prefix,
   // verifies (envelope and layer digest in one pass) and delivers: cold
   // reads overlap the disk with the CPU work (shared/perf-notes.md: 0.80 ->
   // 0.97 x raw). The sink gets each piece where RocksDB holds it: no copy.
-  // Pieces of 64 KiB and more come from the table files instead, read into
-  // a buffer of the reader's and checked by their own checksums (one copy,
-  // the kernel's, and two hash passes, against RocksDB's block checksum
-  // besides), with the kernel's readahead ahead of them.
+  // Pieces of a mebibyte and more come from the table files instead, read
+  // into a buffer of the reader's and checked by their own checksums (one
+  // copy, the kernel's, and two hash passes, against RocksDB's block
+  // checksum besides), with the kernel's readahead ahead of them.
   ReadMode mode{.read_ahead = 2};
-  if (DirectReads()) {
-    mode.direct = true;
-    mode.read_ahead = 0;
-  }
+  mode.direct = DirectReads();
   AUXSTORE_ASSIGN_OR_RETURN(auto reader, OpenCursor(ns, prefix, std::move(manifest), layer, mode,
                                                     NewPieceReader(ns, mode)));
   Touch(ns, prefix);
