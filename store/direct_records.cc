@@ -392,13 +392,14 @@ Result<DirectRecords::Outcome> DirectRecords::ReadRange(const std::string& key, 
     const uint64_t n = std::min<uint64_t>(kSubReadBytes, dst.size() - done);
     rocksdb::IOStatus error;
     if (!ReadExactly(*payload_file, from, n, dst.data() + done, &error)) {
-      if (!error.ok()) {
-        return Status::IOError("read record " + std::to_string(offset) + "+" +
-                               std::to_string(dst.size()) +
-                               " from its table file: " + error.ToString());
-      }
-      return Status::Corruption("a table file of the store ended inside a chunk record (" +
-                                std::to_string(at.table->size) + " bytes)");
+      // Not damage by itself: an I/O error, or a file that got shorter
+      // since it was opened here (its handle is dropped, so the next read
+      // opens it again and, the block past its end, goes to RocksDB).
+      const std::string why = error.ok() ? "it ended inside the record" : error.ToString();
+      if (error.ok()) Forget(at.table->path);
+      return Status::IOError("read chunk record bytes " + std::to_string(offset) + "+" +
+                             std::to_string(dst.size()) + " from table file " + at.table->path +
+                             ": " + why);
     }
     if (check == Check::kRecordChecksum) XXH3_64bits_update(&record_hash, dst.data() + done, n);
     if (layer_hash) layer_hash->Update(ByteSpan(dst.data() + done, n));

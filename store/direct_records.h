@@ -83,11 +83,13 @@ class DirectRecords {
   // under `key` (a record of kind `kind`) into `dst`, feeding those bytes
   // to `layer_hash` in order. kFallBack: nothing was fed to the hash
   // (though `dst` may be written); read it through RocksDB, which also
-  // decides what an I/O error, a file cut short or a checksum mismatch met
-  // here is. No error comes from here. `stream`: the caller's (or null: the
-  // table's shared handle). With kRecordChecksum only a whole payload
-  // (offset 0, dst its size) is read here, checked against the record's
-  // own checksum.
+  // decides what a header that does not check or (kRecordChecksum) a
+  // checksum mismatch met here is. IOError (never Corruption: nothing is
+  // quarantined for it) when the payload's read fails or comes up short
+  // after the header checked; `dst` and `layer_hash` then hold partial
+  // bytes. `stream`: the caller's (or null: the table's shared handle).
+  // With kRecordChecksum only a whole payload (offset 0, dst its size) is
+  // read here, checked against the record's own checksum.
   Result<Outcome> ReadRange(const std::string& key, RecordKind kind, uint64_t offset,
                             std::span<uint8_t> dst, Check check, LayerHasher* layer_hash,
                             Stream* stream = nullptr);

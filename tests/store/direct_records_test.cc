@@ -252,5 +252,32 @@ TEST_F(DirectRecordsTest, AFooterDamagedWhileTheStoreIsOpenIsNoReasonToCrash) {
   EXPECT_EQ(DirectReads(), 0u);
 }
 
+// A table file cut short under the open store (after this reader opened
+// it) fails the read with IOError naming the file, not Corruption: nothing
+// is quarantined for what was only seen past RocksDB. The next read opens
+// the file again and leaves the piece to RocksDB, which finds the damage.
+TEST_F(DirectRecordsTest, ATableFileCutShortUnderAnOpenStoreIsAnIOErrorNotAQuarantine) {
+  const Prefix p = PrefixFromSeed(1);
+  Put(p, 2 * kChunk, 1);
+  std::vector<uint8_t> dst(2 * kChunk);
+  ASSERT_EQ(store_->ReadLayerInto(ns_, p, 0, dst).value(), 2 * kChunk);
+  std::string sst;
+  for (const auto& e : std::filesystem::directory_iterator(path())) {
+    if (e.path().extension() == ".sst" && std::filesystem::file_size(e.path()) > 2 * kChunk) {
+      sst = e.path().string();
+    }
+  }
+  ASSERT_FALSE(sst.empty());
+  std::filesystem::resize_file(sst, kChunk / 2);  // inside chunk 0's payload
+  const auto cut = store_->ReadLayerInto(ns_, p, 0, dst);
+  ASSERT_EQ(cut.status().code(), StatusCode::kIOError) << cut.status().ToString();
+  EXPECT_NE(cut.status().message().find(sst), std::string::npos) << cut.status().message();
+  EXPECT_EQ(store_->Stats().quarantines, 0u);
+  const auto again = store_->ReadLayerInto(ns_, p, 0, dst);
+  ASSERT_TRUE(again.status().IsCorruption()) << again.status().ToString();
+  EXPECT_EQ(store_->Stats().quarantines, 1u) << "RocksDB's truncated block read, named";
+  EXPECT_EQ(DirectReads(), 2u) << "only the first read's two pieces";
+}
+
 }  // namespace
 }  // namespace auxstore
