@@ -310,9 +310,10 @@ class DbStore final : public Store {
     // until every lane stopped, so that the layers before the damaged one
     // read as they would in turn); the holder quarantines it then.
     HeldDamage* hold_damage = nullptr;
-    // Copies into caller memory (with digest_first) of pieces of
-    // DirectRecords::kMinPieceBytes and more read from the table files
-    // straight into the destination where they can be (direct_records.h).
+    // Pieces read from the table files where they can be
+    // (direct_records.h): copies into caller memory (with digest_first)
+    // straight into the destination; a stream's into a buffer of its
+    // reader's, each record's checksum checked before it is handed on.
     bool direct = false;
   };
   // NotFound when `manifest` has no layer `layer`; a header-only layer's

@@ -92,6 +92,59 @@ std::optional<uint64_t> VarintProperty(const std::vector<BlockEntry>& props, con
 
 // One table file of the family, opened, its index read: the user key each
 // data block's separator starts from, in order, and the block's handle.
+// Where the record of `key` lies in its data block, of which `n` bytes
+// from its start are at `block` (`block_size` in all): its entry's value
+// at `value_at`, an envelope of `kind` whose payload is `payload_len`
+// bytes. Nullopt when the entry is not among them as a value, or its
+// envelope header is not whole there or does not check.
+struct RecordAt {
+  uint64_t value_at = 0, payload_len = 0;
+};
+std::optional<RecordAt> FindRecord(const uint8_t* block, uint64_t n, uint64_t block_size,
+                                   const std::string& key, RecordKind kind) {
+  const uint8_t* p = block;
+  const uint8_t* const end = block + n;
+  std::string entry_key;
+  uint64_t value_at = 0, value_len = 0;
+  for (;;) {
+    auto shared = Varint(&p, end);
+    auto non_shared = shared ? Varint(&p, end) : std::nullopt;
+    auto len = non_shared ? Varint(&p, end) : std::nullopt;
+    if (!len || *shared > entry_key.size() || *non_shared > uint64_t(end - p)) return std::nullopt;
+    entry_key.resize(*shared);
+    entry_key.append(reinterpret_cast<const char*>(p), *non_shared);
+    p += *non_shared;
+    if (entry_key.size() == key.size() + kInternalKeySuffix &&
+        entry_key.compare(0, key.size(), key) == 0) {
+      if (static_cast<uint8_t>(entry_key[key.size()]) != kTypeValue) return std::nullopt;
+      value_at = static_cast<uint64_t>(p - block);
+      value_len = *len;
+      break;
+    }
+    if (*len > uint64_t(end - p)) return std::nullopt;  // past what was read: not ours
+    p += *len;
+  }
+  // The value and at least a restart point and the restart count in the block.
+  if (value_len < kEnvelopeHeaderBytes || value_at + kEnvelopeHeaderBytes > n ||
+      value_len > block_size - value_at || block_size - value_at - value_len < 8) {
+    return std::nullopt;
+  }
+  const uint64_t payload_len = value_len - kEnvelopeHeaderBytes;
+  uint8_t expected[kEnvelopePrefixBytes];
+  EncodeEnvelopePrefix(kind, payload_len, expected);
+  if (std::memcmp(block + value_at, expected, sizeof expected) != 0) return std::nullopt;
+  return RecordAt{value_at, payload_len};
+}
+
+// The record's own checksum: XXH3-64 over [0, 16) of its envelope header,
+// then the payload, seeded with the key's hash (envelope.h). `envelope`
+// is the header, the payload right after it.
+void StartRecordHash(XXH3_state_t* h, const std::string& key, const uint8_t* envelope) {
+  XXH3_INITSTATE(h);
+  XXH3_64bits_reset_withSeed(h, XXH3_64bits(key.data(), key.size()));
+  XXH3_64bits_update(h, envelope, kEnvelopePrefixBytes);
+}
+
 struct DirectRecords::Table {
   std::unique_ptr<rocksdb::FSRandomAccessFile> file;
   std::string path;
@@ -237,14 +290,16 @@ void DirectRecords::Forget(const std::string& path) {
   tables_.erase(it);
 }
 
-bool DirectRecords::InMemtable(const std::string& key) {
-  // A Get ignores kMemtableTier in 7.8.3 (it reads on into the files); an
-  // iterator honours it.
+bool DirectRecords::ReadByRocksDB(const std::string& key) {
+  // RocksDB's lookup that reads no file: false when a memtable holds a
+  // deletion of the key (an iterator at kMemtableTier hides deletions, and
+  // a Get ignores that tier in 7.8.3); the value when it is in a memtable
+  // or the block cache.
   rocksdb::ReadOptions r;
-  r.read_tier = rocksdb::kMemtableTier;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(r, records_));
-  it->Seek(key);
-  return !it->status().ok() || (it->Valid() && it->key() == rocksdb::Slice(key));
+  r.fill_cache = false;
+  std::string value;
+  bool found = false;
+  return !db_->KeyMayExist(r, records_, key, &value, &found) || found;
 }
 
 DirectRecords::Located DirectRecords::Locate(const std::string& key) {
@@ -306,11 +361,9 @@ Result<DirectRecords::Outcome> DirectRecords::ReadRange(const std::string& key, 
                                                         uint64_t offset, std::span<uint8_t> dst,
                                                         Check check, LayerHasher* layer_hash,
                                                         Stream* stream) {
-  if (!enabled_.load() || dst.size() < kMinPieceBytes || InMemtable(key)) {
-    return Outcome::kFallBack;
-  }
+  if (!enabled_.load() || ReadByRocksDB(key)) return Outcome::kFallBack;
   const Located at = Locate(key);
-  if (!at.table || at.block_size < kMinPieceBytes) return Outcome::kFallBack;
+  if (!at.table) return Outcome::kFallBack;
   rocksdb::FSRandomAccessFile& file = *at.table->file;
 
   // The block's head: the entries before the record, and its envelope header.
@@ -320,61 +373,33 @@ Result<DirectRecords::Outcome> DirectRecords::ReadRange(const std::string& key, 
       !ReadExactly(file, at.block_offset, head_bytes, head)) {
     return Outcome::kFallBack;
   }
-  const uint8_t* p = head;
-  const uint8_t* const end = head + head_bytes;
-  std::string entry_key;
-  uint64_t value_at = 0, value_len = 0;
-  for (;;) {
-    auto shared = Varint(&p, end);
-    auto non_shared = shared ? Varint(&p, end) : std::nullopt;
-    auto len = non_shared ? Varint(&p, end) : std::nullopt;
-    if (!len || *shared > entry_key.size() || *non_shared > uint64_t(end - p)) {
-      return Outcome::kFallBack;
-    }
-    entry_key.resize(*shared);
-    entry_key.append(reinterpret_cast<const char*>(p), *non_shared);
-    p += *non_shared;
-    if (entry_key.size() == key.size() + kInternalKeySuffix &&
-        entry_key.compare(0, key.size(), key) == 0) {
-      if (static_cast<uint8_t>(entry_key[key.size()]) != kTypeValue) return Outcome::kFallBack;
-      value_at = static_cast<uint64_t>(p - head);
-      value_len = *len;
-      break;
-    }
-    if (*len > uint64_t(end - p)) return Outcome::kFallBack;  // past the head: not ours
-    p += *len;
-  }
-  // The value and at least a restart point and the restart count in the block.
-  if (value_len < kEnvelopeHeaderBytes || value_at + kEnvelopeHeaderBytes > head_bytes ||
-      value_len > at.block_size - value_at || at.block_size - value_at - value_len < 8) {
-    return Outcome::kFallBack;
-  }
-  const uint64_t payload_len = value_len - kEnvelopeHeaderBytes;
-  uint8_t expected[kEnvelopePrefixBytes];
-  EncodeEnvelopePrefix(kind, payload_len, expected);
-  if (std::memcmp(head + value_at, expected, sizeof expected) != 0 || offset > payload_len ||
-      dst.size() > payload_len - offset) {
-    return Outcome::kFallBack;
-  }
-  // The record's own checksum covers its whole payload: [0, 16) of the
-  // header, then the payload, seeded with the key's hash (envelope.h).
+  const auto found = FindRecord(head, head_bytes, at.block_size, key, kind);
+  if (!found) return Outcome::kFallBack;
+  const uint64_t value_at = found->value_at, payload_len = found->payload_len;
+  if (offset > payload_len || dst.size() > payload_len - offset) return Outcome::kFallBack;
   XXH3_state_t record_hash;
   std::optional<LayerHasher> layer_hash_before;  // restored on a fall back
   if (check == Check::kRecordChecksum) {
     if (offset != 0 || dst.size() != payload_len) return Outcome::kFallBack;
     if (layer_hash) layer_hash_before.emplace(*layer_hash);
-    XXH3_INITSTATE(&record_hash);
-    XXH3_64bits_reset_withSeed(&record_hash, XXH3_64bits(key.data(), key.size()));
-    XXH3_64bits_update(&record_hash, head + value_at, kEnvelopePrefixBytes);
+    StartRecordHash(&record_hash, key, head + value_at);
   }
 
-  uint64_t from = at.block_offset + value_at + kEnvelopeHeaderBytes + offset;
+  // The wanted bytes' offset in the block; what of them the head holds (a
+  // small record's whole payload) is taken from there.
+  const uint64_t wanted_at = value_at + kEnvelopeHeaderBytes + offset;
+  const uint64_t in_head =
+      wanted_at < head_bytes ? std::min<uint64_t>(head_bytes - wanted_at, dst.size()) : 0;
+  auto hash = [&](const uint8_t* bytes, uint64_t n) {
+    if (check == Check::kRecordChecksum) XXH3_64bits_update(&record_hash, bytes, n);
+    if (layer_hash) layer_hash->Update(ByteSpan(bytes, n));
+  };
   // A stream of its own gets a file handle of its own: the kernel keeps its
   // readahead per open file, and two lanes reading two layers of one table
   // through one handle defeat it (cold restores 0.5 against 0.9 x raw read
   // through their own, bench/RESULTS.md).
   rocksdb::FSRandomAccessFile* payload_file = &file;
-  if (stream != nullptr) {
+  if (stream != nullptr && in_head < dst.size()) {
     if (stream->table != at.table) {
       stream->file.reset();
       stream->table = at.table;
@@ -388,7 +413,12 @@ Result<DirectRecords::Outcome> DirectRecords::ReadRange(const std::string& key, 
     }
     payload_file = stream->file.get();
   }
-  for (uint64_t done = 0; done < dst.size();) {
+  if (in_head > 0) {
+    std::memcpy(dst.data(), head + wanted_at, in_head);
+    hash(dst.data(), in_head);
+  }
+  uint64_t from = at.block_offset + wanted_at + in_head;
+  for (uint64_t done = in_head; done < dst.size();) {
     const uint64_t n = std::min<uint64_t>(kSubReadBytes, dst.size() - done);
     rocksdb::IOStatus error;
     if (!ReadExactly(*payload_file, from, n, dst.data() + done, &error)) {
@@ -401,8 +431,7 @@ Result<DirectRecords::Outcome> DirectRecords::ReadRange(const std::string& key, 
                              std::to_string(dst.size()) + " from table file " + at.table->path +
                              ": " + why);
     }
-    if (check == Check::kRecordChecksum) XXH3_64bits_update(&record_hash, dst.data() + done, n);
-    if (layer_hash) layer_hash->Update(ByteSpan(dst.data() + done, n));
+    hash(dst.data() + done, n);
     done += n;
     from += n;
   }
@@ -414,6 +443,45 @@ Result<DirectRecords::Outcome> DirectRecords::ReadRange(const std::string& key, 
   }
   reads_.fetch_add(1, std::memory_order_relaxed);
   return Outcome::kRead;
+}
+
+Result<std::optional<ByteSpan>> DirectRecords::ReadRecord(const std::string& key, RecordKind kind,
+                                                          uint64_t offset, uint64_t bytes,
+                                                          std::vector<uint8_t>* buffer,
+                                                          LayerHasher* layer_hash) {
+  if (!enabled_.load() || ReadByRocksDB(key)) return std::optional<ByteSpan>();
+  const Located at = Locate(key);
+  if (!at.table || at.block_offset > at.table->size ||
+      at.block_size > at.table->size - at.block_offset || at.block_size > kOneReadBytes) {
+    return std::optional<ByteSpan>();
+  }
+  if (buffer->size() < at.block_size) buffer->resize(at.block_size);
+  rocksdb::IOStatus error;
+  if (!ReadExactly(*at.table->file, at.block_offset, at.block_size, buffer->data(), &error)) {
+    // As ReadRange's payload read: an I/O error is returned (nothing was
+    // hashed); a file that got shorter is opened again by the next read.
+    if (!error.ok()) {
+      return Status::IOError("read the data block of a chunk record from table file " +
+                             at.table->path + ": " + error.ToString());
+    }
+    Forget(at.table->path);
+    return std::optional<ByteSpan>();
+  }
+  const auto found = FindRecord(buffer->data(), at.block_size, at.block_size, key, kind);
+  if (!found || offset > found->payload_len || bytes > found->payload_len - offset) {
+    return std::optional<ByteSpan>();
+  }
+  const uint8_t* envelope = buffer->data() + found->value_at;
+  XXH3_state_t record_hash;
+  StartRecordHash(&record_hash, key, envelope);
+  XXH3_64bits_update(&record_hash, envelope + kEnvelopeHeaderBytes, found->payload_len);
+  if (XXH3_64bits_digest(&record_hash) != internal::GetLE64(envelope + kEnvelopePrefixBytes)) {
+    return std::optional<ByteSpan>();  // RocksDB's read names the damage
+  }
+  const ByteSpan wanted(envelope + kEnvelopeHeaderBytes + offset, bytes);
+  if (layer_hash) layer_hash->Update(wanted);
+  reads_.fetch_add(1, std::memory_order_relaxed);
+  return std::optional<ByteSpan>(wanted);
 }
 
 }  // namespace auxstore::store_internal

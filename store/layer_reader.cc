@@ -234,23 +234,9 @@ class DbStore::LayerCursor final : public LayerReader {
   Result<View> Read() override {
     AUXSTORE_RETURN_IF_ERROR(CanRead());
     const LayerPiece piece = pieces_[next_];
-    if (StreamsDirect(piece)) {
-      // Read from the table file into a buffer of this reader's, the
-      // record's own checksum checked before the view is handed on.
-      if (view_.size() < piece.bytes) {
-        s_.direct_->GiveBuffer(std::move(view_));
-        view_ = s_.direct_->TakeBuffer(piece.bytes);
-      }
-      const std::span<uint8_t> dst(view_.data(), piece.bytes);
-      AssignRecordKey(&taken_.key, ns_, piece.owner, entry_.layer, piece.array, piece.chunk);
-      auto direct =
-          s_.direct_->ReadRange(taken_.key, ChunkRecordKind(entry_.kind), piece.chunk_offset, dst,
-                                DirectRecords::Check::kRecordChecksum, &hasher_, Stream());
-      if (!direct.ok()) return Fail(Damaged(direct.error().WithContext(PieceWhere(piece)), &piece));
-      if (*direct == DirectRecords::Outcome::kRead) {
-        AUXSTORE_ASSIGN_OR_RETURN(ByteSpan bytes, Delivered(dst));
-        return View{piece, bytes};
-      }
+    if (StreamsDirect()) {
+      AUXSTORE_ASSIGN_OR_RETURN(std::optional<ByteSpan> bytes, StreamDirect(piece));
+      if (bytes) return View{piece, *bytes};
     }
     AUXSTORE_ASSIGN_OR_RETURN(ByteSpan bytes, ReadNext({}));
     return View{piece, bytes};
@@ -273,14 +259,32 @@ class DbStore::LayerCursor final : public LayerReader {
     return stream_.get();
   }
 
-  // Whether Read() takes `piece` from the table files: a stream's pieces of
-  // a mebibyte and more. Smaller ones (a paged layer's, read from many
-  // owners) go through RocksDB with its read-ahead: a stream of 256 KiB
-  // layers read from the files one after another measured 0.3 x raw read
-  // cold against RocksDB's 0.6 (bench/RESULTS.md).
-  bool StreamsDirect(const LayerPiece& piece) const {
-    return mode_.direct && !mode_.digest_first && s_.direct_ &&
-           piece.bytes >= PieceReader::kOwnIteratorBytes;
+  // Whether Read() takes its pieces from the table files (StreamDirect).
+  bool StreamsDirect() const { return mode_.direct && !mode_.digest_first && s_.direct_; }
+
+  // Piece next_ of a stream read from the table files into a buffer of
+  // this reader's, the record's own checksum checked before the view is
+  // handed on; nullopt when it is left to RocksDB (nothing was hashed).
+  // A piece under DirectRecords::kOneReadBytes comes with one read of its
+  // whole data block (a paged layer's pieces, a small layer's); a larger
+  // one in sub-reads, each hashed while in cache.
+  Result<std::optional<ByteSpan>> StreamDirect(const LayerPiece& piece) {
+    if (piece.bytes >= DirectRecords::kOneReadBytes) {
+      if (view_.size() < piece.bytes) {
+        s_.direct_->GiveBuffer(std::move(view_));
+        view_ = s_.direct_->TakeBuffer(piece.bytes);
+      }
+      return ReadDirect(piece, {view_.data(), piece.bytes}, DirectRecords::Check::kRecordChecksum);
+    }
+    if (view_.empty()) view_ = s_.direct_->TakeBuffer(piece.bytes);
+    AssignRecordKey(&taken_.key, ns_, piece.owner, entry_.layer, piece.array, piece.chunk);
+    auto got = s_.direct_->ReadRecord(taken_.key, ChunkRecordKind(entry_.kind), piece.chunk_offset,
+                                      piece.bytes, &view_, &hasher_);
+    if (!got.ok()) return Fail(Damaged(got.error().WithContext(PieceWhere(piece)), &piece));
+    if (!*got) return std::optional<ByteSpan>();
+    read_direct_ = true;
+    AUXSTORE_ASSIGN_OR_RETURN(ByteSpan bytes, Delivered(**got));
+    return std::optional<ByteSpan>(bytes);
   }
 
   Status CanRead() const {
@@ -296,17 +300,10 @@ class DbStore::LayerCursor final : public LayerReader {
   // empty, and moves on; the digest is checked before the last one returns.
   Result<ByteSpan> ReadNext(std::span<uint8_t> copy_to) {
     const LayerPiece& piece = pieces_[next_];
-    if (mode_.direct && mode_.digest_first && s_.direct_ &&
-        piece.bytes >= DirectRecords::kMinPieceBytes && !copy_to.empty()) {
-      AssignRecordKey(&taken_.key, ns_, piece.owner, entry_.layer, piece.array, piece.chunk);
-      auto direct =
-          s_.direct_->ReadRange(taken_.key, ChunkRecordKind(entry_.kind), piece.chunk_offset,
-                                copy_to, DirectRecords::Check::kLayerDigest, &hasher_, Stream());
-      if (!direct.ok()) return Fail(Damaged(direct.error().WithContext(PieceWhere(piece)), &piece));
-      if (*direct == DirectRecords::Outcome::kRead) {
-        read_direct_ = true;
-        return Delivered(copy_to);
-      }
+    if (mode_.direct && mode_.digest_first && s_.direct_ && !copy_to.empty()) {
+      AUXSTORE_ASSIGN_OR_RETURN(std::optional<ByteSpan> bytes,
+                                ReadDirect(piece, copy_to, DirectRecords::Check::kLayerDigest));
+      if (bytes) return *bytes;
     }
     Fetched& f = Take();
     current_ = std::move(f.own);  // the previous piece's block goes
@@ -332,6 +329,20 @@ class DbStore::LayerCursor final : public LayerReader {
     return Delivered(bytes);
   }
 
+  // Piece next_ read from the table files into `dst`, checked by `check`;
+  // nullopt when it is left to RocksDB (nothing was hashed).
+  Result<std::optional<ByteSpan>> ReadDirect(const LayerPiece& piece, std::span<uint8_t> dst,
+                                             DirectRecords::Check check) {
+    AssignRecordKey(&taken_.key, ns_, piece.owner, entry_.layer, piece.array, piece.chunk);
+    auto direct = s_.direct_->ReadRange(taken_.key, ChunkRecordKind(entry_.kind),
+                                        piece.chunk_offset, dst, check, &hasher_, Stream());
+    if (!direct.ok()) return Fail(Damaged(direct.error().WithContext(PieceWhere(piece)), &piece));
+    if (*direct != DirectRecords::Outcome::kRead) return std::optional<ByteSpan>();
+    read_direct_ = true;
+    AUXSTORE_ASSIGN_OR_RETURN(ByteSpan bytes, Delivered(dst));
+    return std::optional<ByteSpan>(bytes);
+  }
+
   // Piece next_ read as `bytes`: the digest checked after the last one.
   Result<ByteSpan> Delivered(ByteSpan bytes) {
     if (next_ + 1 == pieces_.size()) AUXSTORE_RETURN_IF_ERROR(CheckDigest());
@@ -352,9 +363,9 @@ class DbStore::LayerCursor final : public LayerReader {
       // its own; the next small piece waits for its turn, and so do the ones
       // after it.
       if (mode_.ahead_large_only && pieces_[posted_].bytes < PieceReader::kOwnIteratorBytes) break;
-      // A stream's multi-MiB pieces come from the table files (Read()):
-      // nothing is read ahead past one.
-      if (StreamsDirect(pieces_[posted_])) break;
+      // A stream's pieces come from the table files (Read()): nothing is
+      // read ahead past one.
+      if (StreamsDirect()) break;
       ahead_.push_back(
           boost::asio::post(s_.read_pool_, boost::asio::use_future([this, i = posted_] {
                               Fetched f;

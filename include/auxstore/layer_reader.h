@@ -50,8 +50,8 @@ enum class PieceChecks : uint8_t {
   // quarantined as kEachRecord would have. Pieces before the last may hold
   // damaged bytes, so this is for callers that use nothing until the last
   // piece returns OK (the restore pipeline commits a restore only then).
-  // Pieces of 64 KiB and more stored in table files are then read from the
-  // file straight into the destination, without RocksDB's block read (one
+  // Pieces stored in table files are then read from the file straight
+  // into the destination, without RocksDB's block read (one
   // copy, the kernel's; the index and properties blocks checksummed, the
   // record's key, type and envelope header checked field by field, its
   // bytes by the layer digest), and the digest mismatch decodes them again
