@@ -173,14 +173,16 @@ Status DbStore::ReadLayer(NamespaceId ns, const Prefix& prefix, uint32_t layer,
 Status DbStore::StreamLayer(NamespaceId ns, const Prefix& prefix,
                             std::shared_ptr<const Manifest> manifest, uint32_t layer,
                             const ChunkSink& sink) {
-  // Reads run up to two pieces ahead on the read pool while this thread
-  // verifies (envelope and layer digest in one pass) and delivers: cold
-  // reads overlap the disk with the CPU work (shared/perf-notes.md: 0.80 ->
-  // 0.97 x raw). The sink gets each piece where RocksDB holds it: no copy.
-  // Pieces of a mebibyte and more come from the table files instead, read
-  // into a buffer of the reader's and checked by their own checksums (one
-  // copy, the kernel's, and two hash passes, against RocksDB's block
-  // checksum besides), with the kernel's readahead ahead of them.
+  // The pieces come from the table files (direct_records.h), read into a
+  // buffer of the reader's and checked by their own checksums before the
+  // sink sees them: under a mebibyte with one read of the whole block and
+  // its checksum (as RocksDB reads it, without its iterator), larger ones
+  // in sub-reads with the kernel's readahead ahead of them. Through RocksDB
+  // (direct reads off, a table or record this reader passes on), reads run
+  // up to two pieces ahead on the read pool while this thread verifies
+  // (envelope and layer digest in one pass) and delivers, the sink getting
+  // each piece where RocksDB holds it; a stream reading from the files
+  // reads nothing ahead through RocksDB (LayerCursor::Take).
   ReadMode mode{.read_ahead = 2};
   mode.direct = DirectReads();
   AUXSTORE_ASSIGN_OR_RETURN(auto reader, OpenCursor(ns, prefix, std::move(manifest), layer, mode,

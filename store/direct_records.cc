@@ -88,10 +88,6 @@ std::optional<uint64_t> VarintProperty(const std::vector<BlockEntry>& props, con
   return Varint(&p, p + v->size());
 }
 
-}  // namespace
-
-// One table file of the family, opened, its index read: the user key each
-// data block's separator starts from, in order, and the block's handle.
 // Where the record of `key` lies in its data block, of which `n` bytes
 // from its start are at `block` (`block_size` in all): its entry's value
 // at `value_at`, an envelope of `kind` whose payload is `payload_len`
@@ -145,6 +141,10 @@ void StartRecordHash(XXH3_state_t* h, const std::string& key, const uint8_t* env
   XXH3_64bits_update(h, envelope, kEnvelopePrefixBytes);
 }
 
+}  // namespace
+
+// One table file of the family, opened, its index read: the user key each
+// data block's separator starts from, in order, and the block's handle.
 struct DirectRecords::Table {
   std::unique_ptr<rocksdb::FSRandomAccessFile> file;
   std::string path;
@@ -297,7 +297,7 @@ bool DirectRecords::ReadByRocksDB(const std::string& key) {
   // or the block cache.
   rocksdb::ReadOptions r;
   r.fill_cache = false;
-  std::string value;
+  thread_local std::string value;  // what it finds is copied here (7.8.3)
   bool found = false;
   return !db_->KeyMayExist(r, records_, key, &value, &found) || found;
 }
@@ -366,17 +366,39 @@ Result<DirectRecords::Outcome> DirectRecords::ReadRange(const std::string& key, 
   if (!at.table) return Outcome::kFallBack;
   rocksdb::FSRandomAccessFile& file = *at.table->file;
 
-  // The block's head: the entries before the record, and its envelope header.
+  // The block's head: the entries before the record, and its envelope
+  // header; a block that fits whole, with its trailer.
+  if (at.block_offset > at.table->size || at.block_size > at.table->size - at.block_offset) {
+    return Outcome::kFallBack;
+  }
+  const uint64_t with_trailer = at.block_size + table_format::kBlockTrailerBytes;
+  const bool whole_block =
+      with_trailer <= kBlockHeadBytes && with_trailer <= at.table->size - at.block_offset;
+  // The block's bytes in head[0, head_bytes).
   const uint64_t head_bytes = std::min(at.block_size, kBlockHeadBytes);
   uint8_t head[kBlockHeadBytes];
-  if (at.block_offset > at.table->size || at.block_size > at.table->size - at.block_offset ||
-      !ReadExactly(file, at.block_offset, head_bytes, head)) {
+  if (!ReadExactly(file, at.block_offset, whole_block ? with_trailer : head_bytes, head)) {
     return Outcome::kFallBack;
   }
   const auto found = FindRecord(head, head_bytes, at.block_size, key, kind);
   if (!found) return Outcome::kFallBack;
   const uint64_t value_at = found->value_at, payload_len = found->payload_len;
   if (offset > payload_len || dst.size() > payload_len - offset) return Outcome::kFallBack;
+  // A record under kOwnBlockBytes shares its block with other entries,
+  // whose damage RocksDB's read and the scrub find by the block's
+  // checksum: it is read here only from a block read whole, and checked.
+  if (payload_len < kOwnBlockBytes && !whole_block) {
+    thread_local std::vector<uint8_t> block;  // kept: no page faults per read
+    AUXSTORE_ASSIGN_OR_RETURN(
+        std::optional<ByteSpan> got,
+        ReadWholeBlock(key, kind, at, offset, dst.size(), &block, layer_hash));
+    if (!got) return Outcome::kFallBack;
+    std::memcpy(dst.data(), got->data(), got->size());
+    return Outcome::kRead;  // counted by ReadWholeBlock
+  }
+  if (payload_len < kOwnBlockBytes && !table_format::BlockVerifies(head, at.block_size)) {
+    return Outcome::kFallBack;
+  }
   XXH3_state_t record_hash;
   std::optional<LayerHasher> layer_hash_before;  // restored on a fall back
   if (check == Check::kRecordChecksum) {
@@ -450,16 +472,25 @@ Result<std::optional<ByteSpan>> DirectRecords::ReadRecord(const std::string& key
                                                           std::vector<uint8_t>* buffer,
                                                           LayerHasher* layer_hash) {
   if (!enabled_.load() || ReadByRocksDB(key)) return std::optional<ByteSpan>();
-  const Located at = Locate(key);
+  return ReadWholeBlock(key, kind, Locate(key), offset, bytes, buffer, layer_hash);
+}
+
+Result<std::optional<ByteSpan>> DirectRecords::ReadWholeBlock(const std::string& key,
+                                                              RecordKind kind, const Located& at,
+                                                              uint64_t offset, uint64_t bytes,
+                                                              std::vector<uint8_t>* buffer,
+                                                              LayerHasher* layer_hash) {
+  const uint64_t with_trailer = at.block_size + table_format::kBlockTrailerBytes;
   if (!at.table || at.block_offset > at.table->size ||
-      at.block_size > at.table->size - at.block_offset || at.block_size > kOneReadBytes) {
+      with_trailer > at.table->size - at.block_offset || at.block_size > kOneReadBytes) {
     return std::optional<ByteSpan>();
   }
-  if (buffer->size() < at.block_size) buffer->resize(at.block_size);
+  if (buffer->size() < with_trailer) buffer->resize(with_trailer);
   rocksdb::IOStatus error;
-  if (!ReadExactly(*at.table->file, at.block_offset, at.block_size, buffer->data(), &error)) {
-    // As ReadRange's payload read: an I/O error is returned (nothing was
-    // hashed); a file that got shorter is opened again by the next read.
+  if (!ReadExactly(*at.table->file, at.block_offset, with_trailer, buffer->data(), &error)) {
+    // An I/O error is returned (nothing was hashed). A file that got
+    // shorter is left to RocksDB, which names what it finds; this reader
+    // opens it again the next time.
     if (!error.ok()) {
       return Status::IOError("read the data block of a chunk record from table file " +
                              at.table->path + ": " + error.ToString());
@@ -467,6 +498,10 @@ Result<std::optional<ByteSpan>> DirectRecords::ReadRecord(const std::string& key
     Forget(at.table->path);
     return std::optional<ByteSpan>();
   }
+  // The block's checksum, as RocksDB's read checks it: damage anywhere in
+  // the block (another record's bytes) fails this read as it fails
+  // RocksDB's and the scrub's.
+  if (!table_format::BlockVerifies(buffer->data(), at.block_size)) return std::optional<ByteSpan>();
   const auto found = FindRecord(buffer->data(), at.block_size, at.block_size, key, kind);
   if (!found || offset > found->payload_len || bytes > found->payload_len - offset) {
     return std::optional<ByteSpan>();

@@ -71,6 +71,13 @@ class DirectRecords {
   // nothing beside its bytes).
   static constexpr uint64_t kStreamBytes = 4u << 20;
 
+  // A record this size and more ends its data block (a block is cut once
+  // it holds 4 KiB). ReadRange takes a smaller one, which shares its block
+  // with other entries, only from a block it read whole and whose
+  // checksum matched: damage in the other entries fails RocksDB's read
+  // and the scrub, and so must fail this one.
+  static constexpr uint64_t kOwnBlockBytes = 64u << 10;
+
   enum class Outcome { kRead, kFallBack };
   // How the bytes read are checked. kLayerDigest: fed to the caller's layer
   // hash, which the caller compares at the layer's end (the reads into
@@ -96,14 +103,16 @@ class DirectRecords {
 
   // Payload bytes [offset, offset + bytes) of the chunk record under `key`
   // (a record of kind `kind`), its data block read whole with one read
-  // into `buffer` (grown as needed), and the whole record checked against
-  // its own checksum before the wanted bytes are fed to `layer_hash`: a
-  // span inside `buffer`. Nullopt for a fall back, as ReadRange's
-  // kFallBack (nothing was hashed), and for a block over kOneReadBytes.
-  // IOError when the block's read fails. For a stream's pieces: one read
-  // per block, as RocksDB reads it. The block's head and then its payload,
-  // read one after the other, measured 0.21 against 0.55 x raw read cold
-  // for a stream of 256 KiB layers (bench/RESULTS.md).
+  // into `buffer` (grown as needed), the block's checksum and then the
+  // whole record's own checked before the wanted bytes are fed to
+  // `layer_hash`: a span inside `buffer`. Nullopt for a fall back, as
+  // ReadRange's kFallBack (nothing was hashed), and for a block over
+  // kOneReadBytes or one the file no longer holds whole. IOError when the
+  // block's read fails. For a stream's pieces under a mebibyte: one read
+  // per block, as RocksDB reads it, without its iterator and copy. The
+  // block's head and then its payload, read one after the other, measured
+  // 0.21 against 0.55 x raw read cold for a stream of 256 KiB layers
+  // (bench/RESULTS.md).
   static constexpr uint64_t kOneReadBytes = 1u << 20;
   Result<std::optional<ByteSpan>> ReadRecord(const std::string& key, RecordKind kind,
                                              uint64_t offset, uint64_t bytes,
@@ -143,6 +152,11 @@ class DirectRecords {
   // The table file and data block holding `key` in the family's current
   // files; an empty table when none does (or none can be read here).
   Located Locate(const std::string& key);
+  // ReadRecord's read of the block `at` (Locate's for `key`).
+  Result<std::optional<ByteSpan>> ReadWholeBlock(const std::string& key, RecordKind kind,
+                                                 const Located& at, uint64_t offset, uint64_t bytes,
+                                                 std::vector<uint8_t>* buffer,
+                                                 LayerHasher* layer_hash);
   void InstallFilesLocked(const rocksdb::ColumnFamilyMetaData& meta, uint64_t super_version);
 
   rocksdb::DB* const db_;

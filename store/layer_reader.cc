@@ -276,7 +276,9 @@ class DbStore::LayerCursor final : public LayerReader {
       }
       return ReadDirect(piece, {view_.data(), piece.bytes}, DirectRecords::Check::kRecordChecksum);
     }
-    if (view_.empty()) view_ = s_.direct_->TakeBuffer(piece.bytes);
+    // One size for every buffer in the pool (a small one given back would
+    // be grown, and its pages faulted, by the next multi-MiB stream).
+    if (view_.empty()) view_ = s_.direct_->TakeBuffer(DirectRecords::kOneReadBytes);
     AssignRecordKey(&taken_.key, ns_, piece.owner, entry_.layer, piece.array, piece.chunk);
     auto got = s_.direct_->ReadRecord(taken_.key, ChunkRecordKind(entry_.kind), piece.chunk_offset,
                                       piece.bytes, &view_, &hasher_);
@@ -334,8 +336,11 @@ class DbStore::LayerCursor final : public LayerReader {
   Result<std::optional<ByteSpan>> ReadDirect(const LayerPiece& piece, std::span<uint8_t> dst,
                                              DirectRecords::Check check) {
     AssignRecordKey(&taken_.key, ns_, piece.owner, entry_.layer, piece.array, piece.chunk);
-    auto direct = s_.direct_->ReadRange(taken_.key, ChunkRecordKind(entry_.kind),
-                                        piece.chunk_offset, dst, check, &hasher_, Stream());
+    // A small piece reads through the table's handle: a paged layer's
+    // alternate between files, and the stream's handle follows one file.
+    auto direct = s_.direct_->ReadRange(
+        taken_.key, ChunkRecordKind(entry_.kind), piece.chunk_offset, dst, check, &hasher_,
+        piece.bytes >= DirectRecords::kOneReadBytes ? Stream() : nullptr);
     if (!direct.ok()) return Fail(Damaged(direct.error().WithContext(PieceWhere(piece)), &piece));
     if (*direct != DirectRecords::Outcome::kRead) return std::optional<ByteSpan>();
     read_direct_ = true;
