@@ -74,6 +74,16 @@ class DirectRecordsTest : public testing::StoreFixture {
     const std::string named = "layer 0 array 0 chunk " + std::to_string(chunk) + " of put";
     EXPECT_NE(got.status().message().find(named), std::string::npos) << got.status().message();
   }
+  // Reopens the store (recovery flushes the memtable into a table file),
+  // flips bit `mask` `delta` bytes after `pattern` in its table files while
+  // it is closed, and opens it again.
+  void FlushAndFlip(const std::vector<uint8_t>& pattern, long delta, uint8_t mask) {
+    Close();
+    Open();
+    Close();
+    ASSERT_TRUE(FlipInTableFiles(path(), pattern, delta, mask));
+    Open();
+  }
   // `n` bytes of `blob` from `at`: a pattern to find its chunk on disk by.
   static std::vector<uint8_t> Slice(const std::vector<uint8_t>& blob, size_t at, size_t n = 32) {
     return {blob.begin() + long(at), blob.begin() + long(at + n)};
@@ -147,11 +157,7 @@ TEST_F(DirectRecordsTest, SmallRecordsAreReadFromTheirBlocksExactly) {
   const Prefix damaged = PrefixFromSeed(77), kept = PrefixFromSeed(78);
   const auto blob = Put(damaged, 6000, 77);
   const auto other = Put(kept, 6000, 78);
-  Close();
-  Open();
-  Close();
-  ASSERT_TRUE(FlipInTableFiles(path(), Slice(blob, 3000), 5, 0x04));
-  Open();
+  ASSERT_NO_FATAL_FAILURE(FlushAndFlip(Slice(blob, 3000), 5, 0x04));
   ExpectCorruptionNaming(damaged, 6000, 0);
   EXPECT_EQ(DirectReads(), 0u) << "its block's checksum failed: RocksDB's read named it";
   EXPECT_EQ(store_->Stats().quarantines, 1u);
@@ -172,11 +178,8 @@ TEST_F(DirectRecordsTest, ARecordBesideDamagedBytesInItsBlockFailsAsRocksDBsRead
   const Prefix a = PrefixFromSeed(1), b = PrefixFromSeed(2);
   const auto blob_a = Put(a, 700, 1);
   Put(b, 700, 2);
-  Close();
-  Open();  // both records flushed into one table file, one block
-  Close();
-  ASSERT_TRUE(FlipInTableFiles(path(), Slice(blob_a, 300), 0, 0x01));
-  Open();
+  // Both records flushed into one table file, one block.
+  ASSERT_NO_FATAL_FAILURE(FlushAndFlip(Slice(blob_a, 300), 0, 0x01));
   std::vector<uint8_t> dst(700);
   const auto into = store_->ReadLayerInto(ns_, b, 0, dst);
   EXPECT_TRUE(into.status().IsCorruption()) << into.status().ToString();
@@ -193,11 +196,7 @@ TEST_F(DirectRecordsTest, ARecordBesideDamagedBytesInItsBlockFailsAsRocksDBsRead
 TEST_F(DirectRecordsTest, AStreamedSmallRecordDamagedOnDiskNeverReachesTheSink) {
   const Prefix p = PrefixFromSeed(1);
   const auto blob = Put(p, 20000, 1);
-  Close();
-  Open();
-  Close();
-  ASSERT_TRUE(FlipInTableFiles(path(), Slice(blob, 15000), 3, 0x20));
-  Open();
+  ASSERT_NO_FATAL_FAILURE(FlushAndFlip(Slice(blob, 15000), 3, 0x20));
   bool sunk = false;
   const Status st = store_->ReadLayer(ns_, p, 0, [&](uint64_t, ByteSpan) {
     sunk = true;
