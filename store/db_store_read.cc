@@ -182,9 +182,10 @@ Status DbStore::StreamLayer(NamespaceId ns, const Prefix& prefix,
   // up to two pieces ahead on the read pool while this thread verifies
   // (envelope and layer digest in one pass) and delivers, the sink getting
   // each piece where RocksDB holds it; a stream reading from the files
-  // reads nothing ahead through RocksDB (LayerCursor::Take).
-  ReadMode mode{.read_ahead = 2};
+  // reads nothing ahead through RocksDB (what it passes on is read in turn).
+  ReadMode mode;
   mode.direct = DirectReads();
+  mode.read_ahead = mode.direct ? 0 : 2;
   AUXSTORE_ASSIGN_OR_RETURN(auto reader, OpenCursor(ns, prefix, std::move(manifest), layer, mode,
                                                     NewPieceReader(ns, mode)));
   Touch(ns, prefix);

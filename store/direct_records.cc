@@ -8,7 +8,9 @@
 #include <optional>
 
 #include "format/byte_order.h"
+#include "format/envelope.h"
 #include "format/xxh3.h"
+#include "store/bytes.h"
 #include "store/table_format.h"
 #include "store/table_walk.h"
 
@@ -366,39 +368,30 @@ Result<DirectRecords::Outcome> DirectRecords::ReadRange(const std::string& key, 
   if (!at.table) return Outcome::kFallBack;
   rocksdb::FSRandomAccessFile& file = *at.table->file;
 
-  // The block's head: the entries before the record, and its envelope
-  // header; a block that fits whole, with its trailer.
-  if (at.block_offset > at.table->size || at.block_size > at.table->size - at.block_offset) {
-    return Outcome::kFallBack;
-  }
-  const uint64_t with_trailer = at.block_size + table_format::kBlockTrailerBytes;
-  const bool whole_block =
-      with_trailer <= kBlockHeadBytes && with_trailer <= at.table->size - at.block_offset;
-  // The block's bytes in head[0, head_bytes).
-  const uint64_t head_bytes = std::min(at.block_size, kBlockHeadBytes);
-  uint8_t head[kBlockHeadBytes];
-  if (!ReadExactly(file, at.block_offset, whole_block ? with_trailer : head_bytes, head)) {
-    return Outcome::kFallBack;
-  }
-  const auto found = FindRecord(head, head_bytes, at.block_size, key, kind);
-  if (!found) return Outcome::kFallBack;
-  const uint64_t value_at = found->value_at, payload_len = found->payload_len;
-  if (offset > payload_len || dst.size() > payload_len - offset) return Outcome::kFallBack;
-  // A record under kOwnBlockBytes shares its block with other entries,
-  // whose damage RocksDB's read and the scrub find by the block's
-  // checksum: it is read here only from a block read whole, and checked.
-  if (payload_len < kOwnBlockBytes && !whole_block) {
+  // A piece under kOwnBlockBytes may be of a record that shares its block
+  // with other entries, whose damage RocksDB's read and the scrub find by
+  // the block's checksum: it is taken from one read of the whole block,
+  // checked as RocksDB checks it.
+  if (dst.size() < kOwnBlockBytes && at.block_size <= kOneReadBytes) {
     thread_local std::vector<uint8_t> block;  // kept: no page faults per read
     AUXSTORE_ASSIGN_OR_RETURN(
         std::optional<ByteSpan> got,
-        ReadWholeBlock(key, kind, at, offset, dst.size(), &block, layer_hash));
-    if (!got) return Outcome::kFallBack;
-    std::memcpy(dst.data(), got->data(), got->size());
-    return Outcome::kRead;  // counted by ReadWholeBlock
+        ReadWholeBlock(key, kind, at, offset, dst.size(), &block, layer_hash, dst));
+    return got ? Outcome::kRead : Outcome::kFallBack;
   }
-  if (payload_len < kOwnBlockBytes && !table_format::BlockVerifies(head, at.block_size)) {
+
+  // The block's head: the entries before the record, and its envelope header.
+  if (at.block_offset > at.table->size || at.block_size > at.table->size - at.block_offset) {
     return Outcome::kFallBack;
   }
+  const uint64_t head_bytes = std::min(at.block_size, kBlockHeadBytes);
+  uint8_t head[kBlockHeadBytes];
+  if (!ReadExactly(file, at.block_offset, head_bytes, head)) return Outcome::kFallBack;
+  const auto found = FindRecord(head, head_bytes, at.block_size, key, kind);
+  // A record under kOwnBlockBytes in a block too large to read whole.
+  if (!found || found->payload_len < kOwnBlockBytes) return Outcome::kFallBack;
+  const uint64_t value_at = found->value_at, payload_len = found->payload_len;
+  if (offset > payload_len || dst.size() > payload_len - offset) return Outcome::kFallBack;
   XXH3_state_t record_hash;
   std::optional<LayerHasher> layer_hash_before;  // restored on a fall back
   if (check == Check::kRecordChecksum) {
@@ -407,8 +400,8 @@ Result<DirectRecords::Outcome> DirectRecords::ReadRange(const std::string& key, 
     StartRecordHash(&record_hash, key, head + value_at);
   }
 
-  // The wanted bytes' offset in the block; what of them the head holds (a
-  // small record's whole payload) is taken from there.
+  // The wanted bytes' offset in the block; what of them the head holds is
+  // taken from there.
   const uint64_t wanted_at = value_at + kEnvelopeHeaderBytes + offset;
   const uint64_t in_head =
       wanted_at < head_bytes ? std::min<uint64_t>(head_bytes - wanted_at, dst.size()) : 0;
@@ -472,14 +465,12 @@ Result<std::optional<ByteSpan>> DirectRecords::ReadRecord(const std::string& key
                                                           std::vector<uint8_t>* buffer,
                                                           LayerHasher* layer_hash) {
   if (!enabled_.load() || ReadByRocksDB(key)) return std::optional<ByteSpan>();
-  return ReadWholeBlock(key, kind, Locate(key), offset, bytes, buffer, layer_hash);
+  return ReadWholeBlock(key, kind, Locate(key), offset, bytes, buffer, layer_hash, {});
 }
 
-Result<std::optional<ByteSpan>> DirectRecords::ReadWholeBlock(const std::string& key,
-                                                              RecordKind kind, const Located& at,
-                                                              uint64_t offset, uint64_t bytes,
-                                                              std::vector<uint8_t>* buffer,
-                                                              LayerHasher* layer_hash) {
+Result<std::optional<ByteSpan>> DirectRecords::ReadWholeBlock(
+    const std::string& key, RecordKind kind, const Located& at, uint64_t offset, uint64_t bytes,
+    std::vector<uint8_t>* buffer, LayerHasher* layer_hash, std::span<uint8_t> copy_to) {
   const uint64_t with_trailer = at.block_size + table_format::kBlockTrailerBytes;
   if (!at.table || at.block_offset > at.table->size ||
       with_trailer > at.table->size - at.block_offset || at.block_size > kOneReadBytes) {
@@ -503,17 +494,15 @@ Result<std::optional<ByteSpan>> DirectRecords::ReadWholeBlock(const std::string&
   // RocksDB's and the scrub's.
   if (!table_format::BlockVerifies(buffer->data(), at.block_size)) return std::optional<ByteSpan>();
   const auto found = FindRecord(buffer->data(), at.block_size, at.block_size, key, kind);
-  if (!found || offset > found->payload_len || bytes > found->payload_len - offset) {
-    return std::optional<ByteSpan>();
-  }
-  const uint8_t* envelope = buffer->data() + found->value_at;
-  XXH3_state_t record_hash;
-  StartRecordHash(&record_hash, key, envelope);
-  XXH3_64bits_update(&record_hash, envelope + kEnvelopeHeaderBytes, found->payload_len);
-  if (XXH3_64bits_digest(&record_hash) != internal::GetLE64(envelope + kEnvelopePrefixBytes)) {
-    return std::optional<ByteSpan>();  // RocksDB's read names the damage
-  }
-  const ByteSpan wanted(envelope + kEnvelopeHeaderBytes + offset, bytes);
+  if (!found) return std::optional<ByteSpan>();
+  // The record's own checksum (and the range inside its payload), the
+  // range copied to `copy_to` in the same pass; a mismatch is RocksDB's
+  // read to name. Only then is the layer digest fed.
+  const ByteSpan value(buffer->data() + found->value_at, kEnvelopeHeaderBytes + found->payload_len);
+  auto decoded = copy_to.empty() ? DecodeEnvelopeRange(Bytes(key), value, offset, bytes, nullptr)
+                                 : DecodeEnvelopeRange(Bytes(key), value, offset, copy_to, nullptr);
+  if (!decoded.ok()) return std::optional<ByteSpan>();
+  const ByteSpan wanted = copy_to.empty() ? decoded->payload.subspan(offset, bytes) : copy_to;
   if (layer_hash) layer_hash->Update(wanted);
   reads_.fetch_add(1, std::memory_order_relaxed);
   return std::optional<ByteSpan>(wanted);

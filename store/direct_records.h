@@ -72,10 +72,11 @@ class DirectRecords {
   static constexpr uint64_t kStreamBytes = 4u << 20;
 
   // A record this size and more ends its data block (a block is cut once
-  // it holds 4 KiB). ReadRange takes a smaller one, which shares its block
-  // with other entries, only from a block it read whole and whose
-  // checksum matched: damage in the other entries fails RocksDB's read
-  // and the scrub, and so must fail this one.
+  // it holds 4 KiB). ReadRange takes a piece under this size only from a
+  // block it read whole (up to kOneReadBytes) and whose checksum matched,
+  // as ReadRecord does: its record may share the block with other
+  // entries, and damage in them fails RocksDB's read and the scrub, and so
+  // must fail this one.
   static constexpr uint64_t kOwnBlockBytes = 64u << 10;
 
   enum class Outcome { kRead, kFallBack };
@@ -152,11 +153,14 @@ class DirectRecords {
   // The table file and data block holding `key` in the family's current
   // files; an empty table when none does (or none can be read here).
   Located Locate(const std::string& key);
-  // ReadRecord's read of the block `at` (Locate's for `key`).
+  // ReadRecord's read of the block `at` (Locate's for `key`); with
+  // `copy_to` (`bytes` long) the wanted bytes are copied there too, and
+  // the span returned is it.
   Result<std::optional<ByteSpan>> ReadWholeBlock(const std::string& key, RecordKind kind,
                                                  const Located& at, uint64_t offset, uint64_t bytes,
                                                  std::vector<uint8_t>* buffer,
-                                                 LayerHasher* layer_hash);
+                                                 LayerHasher* layer_hash,
+                                                 std::span<uint8_t> copy_to);
   void InstallFilesLocked(const rocksdb::ColumnFamilyMetaData& meta, uint64_t super_version);
 
   rocksdb::DB* const db_;

@@ -368,9 +368,6 @@ class DbStore::LayerCursor final : public LayerReader {
       // its own; the next small piece waits for its turn, and so do the ones
       // after it.
       if (mode_.ahead_large_only && pieces_[posted_].bytes < PieceReader::kOwnIteratorBytes) break;
-      // A stream's pieces come from the table files (Read()): nothing is
-      // read ahead past one.
-      if (StreamsDirect()) break;
       ahead_.push_back(
           boost::asio::post(s_.read_pool_, boost::asio::use_future([this, i = posted_] {
                               Fetched f;

@@ -127,10 +127,9 @@ TEST_F(DirectRecordsTest, PiecesAreReadFromTheirTableFileExactly) {
 }
 
 // Small records are read from the table files too (once out of the
-// memtable): into caller memory, one shorter than the block head read to
-// find it (8 KiB) is taken from that read, one a little longer partly
-// from it and the rest read after it; a stream reads the record's whole
-// block with one read. The bytes are exact, and damage in them is named.
+// memtable), into caller memory and streamed, each from one read of its
+// whole block (sizes on both sides of the 8 KiB a large record's head
+// read takes). The bytes are exact, and damage in them is named.
 TEST_F(DirectRecordsTest, SmallRecordsAreReadFromTheirBlocksExactly) {
   for (const size_t bytes : {size_t{1}, size_t{300}, size_t{5000}, size_t{8150}, size_t{12345}}) {
     SCOPED_TRACE(bytes);
@@ -175,20 +174,52 @@ TEST_F(DirectRecordsTest, SmallRecordsAreReadFromTheirBlocksExactly) {
 // block: the direct reads of its neighbours fail alike (the scrub never
 // calls a snapshot damaged that then reads back).
 TEST_F(DirectRecordsTest, ARecordBesideDamagedBytesInItsBlockFailsAsRocksDBsReadDoes) {
-  const Prefix a = PrefixFromSeed(1), b = PrefixFromSeed(2);
+  const Prefix a = PrefixFromSeed(1), b = PrefixFromSeed(2), c = PrefixFromSeed(3);
   const auto blob_a = Put(a, 700, 1);
   Put(b, 700, 2);
-  // Both records flushed into one table file, one block.
+  Put(c, 700, 3);
+  // The three records flushed into one table file, one block.
   ASSERT_NO_FATAL_FAILURE(FlushAndFlip(Slice(blob_a, 300), 0, 0x01));
   std::vector<uint8_t> dst(700);
   const auto into = store_->ReadLayerInto(ns_, b, 0, dst);
   EXPECT_TRUE(into.status().IsCorruption()) << into.status().ToString();
-  Close();
-  Open();
-  const Status streamed =
-      store_->ReadLayer(ns_, b, 0, [](uint64_t, ByteSpan) { return Status::Ok(); });
-  EXPECT_TRUE(streamed.IsCorruption() || streamed.IsNotFound()) << streamed.ToString();
+  bool sunk = false;
+  const Status streamed = store_->ReadLayer(ns_, c, 0, [&](uint64_t, ByteSpan) {
+    sunk = true;
+    return Status::Ok();
+  });
+  EXPECT_TRUE(streamed.IsCorruption()) << streamed.ToString();
+  EXPECT_FALSE(sunk);
   EXPECT_EQ(DirectReads(), 0u);
+  EXPECT_EQ(store_->Stats().quarantines, 2u) << "b and c, each named by RocksDB's read";
+}
+
+// A table file cut short under the open store: a stream's whole-block
+// read comes up short and leaves the piece to RocksDB, which names the
+// damage; no byte reaches the sink.
+TEST_F(DirectRecordsTest, AStreamedSmallRecordOfATableFileCutShortGoesToRocksDB) {
+  const Prefix p = PrefixFromSeed(1);
+  Put(p, 20000, 1);
+  Close();
+  Open();  // flushed into a table file
+  ASSERT_TRUE(store_->ReadLayer(ns_, p, 0, [](uint64_t, ByteSpan) { return Status::Ok(); }).ok());
+  ASSERT_EQ(DirectReads(), 1u);
+  std::string sst;
+  for (const auto& e : std::filesystem::directory_iterator(path())) {
+    if (e.path().extension() == ".sst" && std::filesystem::file_size(e.path()) > 20000) {
+      sst = e.path().string();
+    }
+  }
+  ASSERT_FALSE(sst.empty());
+  std::filesystem::resize_file(sst, 10000);  // inside the record's block
+  bool sunk = false;
+  const Status st = store_->ReadLayer(ns_, p, 0, [&](uint64_t, ByteSpan) {
+    sunk = true;
+    return Status::Ok();
+  });
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_FALSE(sunk);
+  EXPECT_EQ(DirectReads(), 1u) << "the second read went to RocksDB";
 }
 
 // A stream's small record damaged in its table file fails its checksum
