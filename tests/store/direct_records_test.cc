@@ -84,6 +84,13 @@ class DirectRecordsTest : public testing::StoreFixture {
     ASSERT_TRUE(FlipInTableFiles(path(), pattern, delta, mask));
     Open();
   }
+  // ReadLayer of layer 0 of `p`; `*sunk` says whether any bytes reached the sink.
+  Status Stream(const Prefix& p, bool* sunk) {
+    return store_->ReadLayer(ns_, p, 0, [sunk](uint64_t, ByteSpan) {
+      *sunk = true;
+      return Status::Ok();
+    });
+  }
   // `n` bytes of `blob` from `at`: a pattern to find its chunk on disk by.
   static std::vector<uint8_t> Slice(const std::vector<uint8_t>& blob, size_t at, size_t n = 32) {
     return {blob.begin() + long(at), blob.begin() + long(at + n)};
@@ -184,10 +191,7 @@ TEST_F(DirectRecordsTest, ARecordBesideDamagedBytesInItsBlockFailsAsRocksDBsRead
   const auto into = store_->ReadLayerInto(ns_, b, 0, dst);
   EXPECT_TRUE(into.status().IsCorruption()) << into.status().ToString();
   bool sunk = false;
-  const Status streamed = store_->ReadLayer(ns_, c, 0, [&](uint64_t, ByteSpan) {
-    sunk = true;
-    return Status::Ok();
-  });
+  const Status streamed = Stream(c, &sunk);
   EXPECT_TRUE(streamed.IsCorruption()) << streamed.ToString();
   EXPECT_FALSE(sunk);
   EXPECT_EQ(DirectReads(), 0u);
@@ -213,10 +217,7 @@ TEST_F(DirectRecordsTest, AStreamedSmallRecordOfATableFileCutShortGoesToRocksDB)
   ASSERT_FALSE(sst.empty());
   std::filesystem::resize_file(sst, 10000);  // inside the record's block
   bool sunk = false;
-  const Status st = store_->ReadLayer(ns_, p, 0, [&](uint64_t, ByteSpan) {
-    sunk = true;
-    return Status::Ok();
-  });
+  const Status st = Stream(p, &sunk);
   EXPECT_TRUE(st.IsCorruption()) << st.ToString();
   EXPECT_FALSE(sunk);
   EXPECT_EQ(DirectReads(), 1u) << "the second read went to RocksDB";
@@ -229,10 +230,7 @@ TEST_F(DirectRecordsTest, AStreamedSmallRecordDamagedOnDiskNeverReachesTheSink) 
   const auto blob = Put(p, 20000, 1);
   ASSERT_NO_FATAL_FAILURE(FlushAndFlip(Slice(blob, 15000), 3, 0x20));
   bool sunk = false;
-  const Status st = store_->ReadLayer(ns_, p, 0, [&](uint64_t, ByteSpan) {
-    sunk = true;
-    return Status::Ok();
-  });
+  const Status st = Stream(p, &sunk);
   ASSERT_TRUE(st.IsCorruption()) << st.ToString();
   EXPECT_NE(st.message().find("layer 0 array 0 chunk 0 of put"), std::string::npos) << st.message();
   EXPECT_FALSE(sunk);
